@@ -1,0 +1,47 @@
+package zklock
+
+import "errors"
+
+// Sentinel errors. Every error the package returns for one of these
+// conditions wraps the sentinel, so check with [errors.Is]. Wrapped errors
+// name the lock path they concern.
+var (
+	// ErrNotHeld is returned by Release, Token, CheckOp and similar methods
+	// when the context carries no hold of the lock.
+	ErrNotHeld = errors.New("zklock: lock not held by this context")
+
+	// ErrLocked is returned by TryAcquire when another participant holds the
+	// lock. TryAcquire leaves no node behind in that case.
+	ErrLocked = errors.New("zklock: lock held by another participant")
+
+	// ErrLockLost is the cause of a hold context that was cancelled because
+	// the hold ended without a Release: the connection was suspended (under
+	// StandardPolicy), the session was lost, the lock node was deleted by
+	// someone else, or the Client was closed. Release of such a hold clears
+	// the local state and returns an error wrapping ErrLockLost.
+	ErrLockLost = errors.New("zklock: lock lost")
+
+	// ErrReleased is the cause of a hold context that was cancelled because
+	// its last Release gave the lock up.
+	ErrReleased = errors.New("zklock: lock released")
+
+	// ErrLockUpgrade is returned when a context that holds only a read lock
+	// asks for the write lock of the same ReadWriteLock.
+	ErrLockUpgrade = errors.New("zklock: cannot upgrade a read lock to a write lock")
+
+	// ErrNotReentrant is returned by a non-re-entrant lock, such as
+	// SemaphoreMutex, when the context already holds it.
+	ErrNotReentrant = errors.New("zklock: lock is not re-entrant")
+
+	// ErrInvalidPath is returned for a path that breaks ZooKeeper's path
+	// rules or names a reserved node. The wrapping error names the path.
+	ErrInvalidPath = errors.New("zklock: invalid path")
+
+	// ErrInvalidArgument is returned for any other invalid input: a nil
+	// Client, an out-of-range option, a nil policy or driver.
+	ErrInvalidArgument = errors.New("zklock: invalid argument")
+
+	// ErrClosed is returned by every operation on a closed Client, and by an
+	// Acquire that was waiting when the Client was closed.
+	ErrClosed = errors.New("zklock: client closed")
+)
