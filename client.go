@@ -84,17 +84,17 @@ func (p ErrorPolicy) String() string {
 type Option func(*options)
 
 type options struct {
-	sessionTimeout time.Duration            // default 30s
-	connectTimeout time.Duration            // default 15s
-	retry          RetryPolicy              // default ExponentialBackoff{Base: 100ms, MaxRetries: 3}
-	namespace      string                   // "" or "/ns"; default ""
-	acl            func(string) []zk.ACL    // default world:anyone with all permissions
-	auth           []authInfo               // default none
-	logger         *slog.Logger             // default discards
-	policy         ErrorPolicy              // default StandardPolicy
-	nodeData       []byte                   // default the host's first non-loopback IP address
-	zkOpts         []func(*zk.Conn)         // default none
-	err            error                    // first invalid option
+	sessionTimeout time.Duration         // default 30s
+	connectTimeout time.Duration         // default 15s
+	retry          RetryPolicy           // default ExponentialBackoff{Base: 100ms, MaxRetries: 3}
+	namespace      string                // "" or "/ns"; default ""
+	acl            func(string) []zk.ACL // default world:anyone with all permissions
+	auth           []authInfo            // default none
+	logger         *slog.Logger          // default discards
+	policy         ErrorPolicy           // default StandardPolicy
+	nodeData       []byte                // default the host's first non-loopback IP address
+	zkOpts         []func(*zk.Conn)      // default none
+	err            error                 // first invalid option
 }
 
 type authInfo struct {
@@ -290,14 +290,14 @@ type Client struct {
 	closed bool           // Close has begun; no goroutine may start
 	wg     sync.WaitGroup // every goroutine the Client starts
 
-	mu         sync.Mutex                // protects the fields below
-	state      ConnectionState           // current state
-	session    int64                     // current session id, 0 before the first
-	negotiated time.Duration             // session timeout the server granted, 0 if unknown
-	suspends   uint64                    // number of suspensions so far
-	losses     uint64                    // number of session losses so far
-	changed    chan struct{}             // closed and replaced at every transition
-	listeners  map[*listener]struct{}    // active Listen callbacks
+	mu         sync.Mutex             // protects the fields below
+	state      ConnectionState        // current state
+	session    int64                  // current session id, 0 before the first
+	negotiated time.Duration          // session timeout the server granted, 0 if unknown
+	suspends   uint64                 // number of suspensions so far
+	losses     uint64                 // number of session losses so far
+	changed    chan struct{}          // closed and replaced at every transition
+	listeners  map[*listener]struct{} // active Listen callbacks
 }
 
 // Connect opens a ZooKeeper connection to servers and waits, up to the

@@ -1,0 +1,163 @@
+package zklock_test
+
+import (
+	"context"
+	"path"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/zktest"
+)
+
+// The holder's traffic is paused for longer than its session timeout, so
+// the server expires the session. The holder's context is cancelled with
+// ErrLockLost, and the waiter gets the lock.
+func TestIntegration_MutexHolderSessionExpires(t *testing.T) {
+	for _, policy := range []zklock.ErrorPolicy{zklock.StandardPolicy, zklock.SessionPolicy} {
+		t.Run(policy.String(), func(t *testing.T) {
+			e := setup(t)
+			faults := zktest.NewFaultsT(t, e.servers)
+			hc := e.client(
+				zklock.WithSessionTimeout(1500*time.Millisecond),
+				zklock.WithErrorPolicy(policy),
+				zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+			)
+			states := make(chan zklock.ConnectionState, 20)
+			defer hc.Listen(func(s zklock.ConnectionState) { states <- s })()
+			holder := e.mutex(hc, "/expire")
+			waiter := e.mutex(e.client(), "/expire")
+			bg := context.Background()
+
+			h, err := holder.Acquire(bg)
+			require.NoError(t, err)
+			got := acquireAsync(bg, waiter)
+			waitParticipants(t, waiter, 2)
+
+			faults.Pause()
+			waitDone(t, h, 15*time.Second)
+			require.ErrorIs(t, context.Cause(h), zklock.ErrLockLost)
+			if policy == zklock.StandardPolicy {
+				assert.ErrorContains(t, context.Cause(h), "suspended")
+			} else {
+				assert.Equal(t, zklock.StateLost, hc.State(), "under SessionPolicy the hold ends with the session")
+			}
+			a := await(t, got, 20*time.Second)
+			require.NoError(t, a.err, "the waiter acquires once the holder's session expired")
+			faults.Resume()
+
+			// The holder's client comes back with a new session.
+			waitState(t, hc, 20*time.Second, zklock.StateReconnected)
+			require.ErrorIs(t, holder.Release(h), zklock.ErrLockLost)
+			assert.False(t, holder.IsAcquiredInThisProcess())
+			var seen []zklock.ConnectionState
+			for len(states) > 0 {
+				seen = append(seen, <-states)
+			}
+			assert.Subset(t, seen, []zklock.ConnectionState{zklock.StateSuspended, zklock.StateLost, zklock.StateReconnected})
+
+			// And it can queue again on its new session.
+			next := acquireAsync(bg, holder)
+			waitParticipants(t, waiter, 2)
+			require.NoError(t, waiter.Release(a.ctx))
+			b := await(t, next, 10*time.Second)
+			require.NoError(t, b.err)
+			require.NoError(t, holder.Release(b.ctx))
+		})
+	}
+}
+
+// A short pause, within the session timeout: under SessionPolicy the hold
+// survives; under StandardPolicy it is lost, and its node is removed so it
+// does not block the queue.
+func TestIntegration_MutexShortSuspension(t *testing.T) {
+	for _, policy := range []zklock.ErrorPolicy{zklock.StandardPolicy, zklock.SessionPolicy} {
+		t.Run(policy.String(), func(t *testing.T) {
+			e := setup(t)
+			faults := zktest.NewFaultsT(t, e.servers)
+			c := e.client(
+				zklock.WithSessionTimeout(4*time.Second),
+				zklock.WithErrorPolicy(policy),
+				zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+			)
+			m := e.mutex(c, "/short")
+			h, err := m.Acquire(context.Background())
+			require.NoError(t, err)
+			faults.Cut()
+			waitState(t, c, 10*time.Second, zklock.StateReconnected)
+			if policy == zklock.SessionPolicy {
+				assert.NoError(t, h.Err(), "hold survives a reconnect with the same session")
+				assert.True(t, m.IsOwnedBy(h))
+				require.NoError(t, m.Release(h))
+				return
+			}
+			waitDone(t, h, 10*time.Second)
+			require.ErrorIs(t, context.Cause(h), zklock.ErrLockLost)
+			waitParticipants(t, m, 0)
+			require.ErrorIs(t, m.Release(h), zklock.ErrLockLost)
+		})
+	}
+}
+
+// The server stops while a goroutine waits and starts again: the waiter
+// rides out the outage and eventually acquires.
+func TestIntegration_MutexServerRestartWhileWaiting(t *testing.T) {
+	cluster := zktest.StartT(t, zktest.Config{})
+	e := setupOn(t, cluster)
+	hc := e.client(zklock.WithErrorPolicy(zklock.SessionPolicy))
+	wc := e.client()
+	holder := e.mutex(hc, "/restart")
+	waiter := e.mutex(wc, "/restart")
+	bg := context.Background()
+	h, err := holder.Acquire(bg)
+	require.NoError(t, err)
+	got := acquireAsync(bg, waiter)
+	waitParticipants(t, holder, 2)
+
+	require.NoError(t, cluster.Stop(0))
+	waitState(t, wc, 10*time.Second, zklock.StateSuspended)
+	require.NoError(t, cluster.Start(0))
+	waitState(t, hc, 20*time.Second, zklock.StateReconnected)
+	require.NoError(t, h.Err(), "SessionPolicy: the session survived the restart")
+	require.NoError(t, holder.Release(h))
+
+	a := await(t, got, 30*time.Second)
+	require.NoError(t, a.err)
+	require.NoError(t, waiter.Release(a.ctx))
+}
+
+// Lock parents are CONTAINER nodes: the server reaps them once empty, and
+// fencing tokens still increase across the re-creation, though the
+// sequence numbers start again.
+func TestIntegration_MutexContainerParentsReaped(t *testing.T) {
+	cluster := zktest.StartT(t, zktest.Config{ContainerCheckInterval: 100 * time.Millisecond})
+	e := setupOn(t, cluster)
+	m := e.mutex(e.client(), "/reap/lock")
+	bg := context.Background()
+
+	var lastToken int64
+	for round := range 2 {
+		h, err := m.Acquire(bg)
+		require.NoError(t, err)
+		tok, err := m.Token(h)
+		require.NoError(t, err)
+		assert.Greater(t, tok, lastToken, "round %d", round)
+		lastToken = tok
+		assert.Regexp(t, `-lock-0000000000$`, path.Base(m.LockPath(h)), "a new container starts its sequence at 0")
+		for _, p := range []string{e.root + "/reap", e.root + "/reap/lock"} {
+			_, st, err := e.admin.Exists(p)
+			require.NoError(t, err)
+			// go-zk's Stat has no mode; containers report no ephemeral owner.
+			assert.Zero(t, st.EphemeralOwner, p)
+		}
+		require.NoError(t, m.Release(h))
+		require.Eventually(t, func() bool {
+			ok, _, err := e.admin.Exists(e.root + "/reap")
+			return err == nil && !ok
+		}, 20*time.Second, 20*time.Millisecond, "empty containers are reaped")
+	}
+}

@@ -1,0 +1,157 @@
+package zklock_test
+
+import (
+	"context"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/zktest"
+)
+
+func TestMain(m *testing.M) { zktest.Main(m) }
+
+// env is one integration test's slice of a ZooKeeper server: a root path of
+// its own, an admin connection, and the Clients it made. Its clean-up first
+// checks, while every session is still alive, that no ephemeral node is left
+// under the root (no orphan lock nodes), then closes the Clients.
+type env struct {
+	t       *testing.T
+	servers []string
+	root    string
+	admin   *zk.Conn
+
+	mu      sync.Mutex
+	clients []*zklock.Client
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+
+// setup gives the test the shared server.
+func setup(t *testing.T) *env {
+	t.Helper()
+	return setupOn(t, zktest.Shared(t))
+}
+
+// setupOn gives the test the given cluster.
+func setupOn(t *testing.T, cluster zktest.Cluster) *env {
+	t.Helper()
+	e := &env{
+		t:       t,
+		servers: cluster.Servers(),
+		root:    "/zklock-test/" + unsafeChars.ReplaceAllString(t.Name(), "_"),
+	}
+	e.admin = zktest.ConnectT(t, e.servers)
+	require.NoError(t, zktest.DeleteTree(e.admin, e.root))
+	t.Cleanup(func() {
+		zktest.WaitNoEphemerals(t, e.admin, e.root, 10*time.Second)
+		e.mu.Lock()
+		clients := e.clients
+		e.mu.Unlock()
+		for _, c := range clients {
+			c.Close()
+		}
+		_ = zktest.DeleteTree(e.admin, e.root)
+	})
+	return e
+}
+
+// client connects a Client with a 10s session unless opts say otherwise.
+func (e *env) client(opts ...zklock.Option) *zklock.Client {
+	e.t.Helper()
+	c, err := zklock.Connect(e.servers, append([]zklock.Option{zklock.WithSessionTimeout(10 * time.Second)}, opts...)...)
+	require.NoError(e.t, err)
+	e.mu.Lock()
+	e.clients = append(e.clients, c)
+	e.mu.Unlock()
+	return c
+}
+
+// mutex makes a Mutex on the test's root joined with name.
+func (e *env) mutex(c *zklock.Client, name string, opts ...zklock.LockOption) *zklock.Mutex {
+	e.t.Helper()
+	m, err := zklock.NewMutex(c, e.root+name, opts...)
+	require.NoError(e.t, err)
+	return m
+}
+
+// children lists a node's children through the admin connection.
+func (e *env) children(p string) []string {
+	e.t.Helper()
+	ch, _, err := e.admin.Children(p)
+	if err == zk.ErrNoNode {
+		return nil
+	}
+	require.NoError(e.t, err)
+	return ch
+}
+
+// acquired is the outcome of an Acquire run in the background.
+type acquired struct {
+	ctx context.Context
+	err error
+}
+
+// acquireAsync runs m.Acquire(ctx) on a goroutine; the test reads the
+// outcome from the channel (never t.Fatal from the goroutine).
+func acquireAsync(ctx context.Context, m *zklock.Mutex) <-chan acquired {
+	ch := make(chan acquired, 1)
+	go func() {
+		c, err := m.Acquire(ctx)
+		ch <- acquired{c, err}
+	}()
+	return ch
+}
+
+// await waits for an outcome, failing the test after d.
+func await(t *testing.T, ch <-chan acquired, d time.Duration) acquired {
+	t.Helper()
+	select {
+	case a := <-ch:
+		return a
+	case <-time.After(d):
+		t.Fatalf("no outcome within %v", d)
+		return acquired{}
+	}
+}
+
+// waitDone waits for ctx to end, failing the test after d.
+func waitDone(t *testing.T, ctx context.Context, d time.Duration) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+		t.Fatalf("context not done within %v", d)
+	}
+}
+
+// waitParticipants waits until the lock has n queued nodes.
+func waitParticipants(t *testing.T, m *zklock.Mutex, n int) []string {
+	t.Helper()
+	var got []string
+	require.Eventually(t, func() bool {
+		p, err := m.Participants(context.Background())
+		got = p
+		return err == nil && len(p) == n
+	}, 10*time.Second, 5*time.Millisecond, "want %d participants, have %v", n, got)
+	return got
+}
+
+// waitState waits until the Client reports one of states.
+func waitState(t *testing.T, c *zklock.Client, d time.Duration, states ...zklock.ConnectionState) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		s := c.State()
+		for _, want := range states {
+			if s == want {
+				return true
+			}
+		}
+		return false
+	}, d, 5*time.Millisecond, "client state %v, want one of %v", c.State(), states)
+}

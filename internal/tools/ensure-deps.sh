@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# ensure-deps.sh: make sure `make test` can reach a real ZooKeeper.
+# Installs Debian's zookeeper package (and a Java runtime) when running as
+# root with apt; otherwise says exactly what to install. Nothing is needed
+# when ZK_SERVERS names an external ensemble or ZOOKEEPER_HOME a server.
+set -euo pipefail
+
+have_zk() {
+	[ -n "${ZK_SERVERS:-}" ] && return 0
+	command -v java >/dev/null 2>&1 || return 1
+	[ -n "${ZOOKEEPER_HOME:-}" ] && return 0
+	[ -f /usr/share/java/zookeeper.jar ]
+}
+
+if have_zk; then
+	exit 0
+fi
+
+pkgs="zookeeper"
+command -v java >/dev/null 2>&1 || pkgs="$pkgs default-jre-headless"
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	echo "ensure-deps: installing Debian packages: $pkgs"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+	have_zk && exit 0
+fi
+cat >&2 <<MSG
+zklock's tests need a real ZooKeeper (3.5 or later) and Java. Either:
+  - install Debian's packages:  sudo apt-get install $pkgs
+  - or set ZOOKEEPER_HOME to an unpacked ZooKeeper distribution (with java on PATH)
+  - or set ZK_SERVERS=host:port[,host:port...] to use a running ensemble
+MSG
+exit 1
