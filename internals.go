@@ -124,6 +124,9 @@ func (li *lockInternals) wait(ctx context.Context, n *lockNode, try bool, onRevo
 		return snapshot{}, err
 	}
 	for {
+		if err := c.usable(); err != nil {
+			return snapshot{}, err // a closing Client grants nothing more
+		}
 		res, err := li.driver.GetsTheLock(children, n.name, li.maxLeases)
 		if err != nil {
 			if errors.Is(err, zk.ErrNoNode) {

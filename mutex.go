@@ -67,7 +67,7 @@ type lockOptions struct {
 func WithLockData(data []byte) LockOption {
 	return func(o *lockOptions) {
 		if len(data) > maxNodeData && o.err == nil {
-			o.err = fmt.Errorf("zklock: lock data of %d bytes exceeds %d: %w", len(data), maxNodeData, ErrInvalidArgument)
+			o.err = fmt.Errorf("lock data of %d bytes exceeds %d: %w", len(data), maxNodeData, ErrInvalidArgument)
 		}
 		o.data = append([]byte{}, data...)
 	}
@@ -78,7 +78,7 @@ func WithLockData(data []byte) LockOption {
 func WithDriver(d Driver) LockOption {
 	return func(o *lockOptions) {
 		if d == nil && o.err == nil {
-			o.err = fmt.Errorf("zklock: nil Driver: %w", ErrInvalidArgument)
+			o.err = fmt.Errorf("nil Driver: %w", ErrInvalidArgument)
 		}
 		o.driver = d
 	}
@@ -111,7 +111,7 @@ func newMutex(c *Client, path, lockName string, maxLeases int, opts []LockOption
 		opt(&o)
 	}
 	if o.err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, o.err)
+		return nil, fmt.Errorf("zklock: lock %s: %w", path, o.err)
 	}
 	return &Mutex{
 		c:     c,
@@ -148,11 +148,8 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 	if ctx == nil {
 		return nil, fmt.Errorf("zklock: acquire %s: nil context: %w", m.path, ErrInvalidArgument)
 	}
-	if err := ctx.Err(); err != nil {
-		if cause := context.Cause(ctx); cause != err {
-			return nil, fmt.Errorf("zklock: acquire %s: %w (%w)", m.path, err, cause)
-		}
-		return nil, fmt.Errorf("zklock: acquire %s: %w", m.path, err)
+	if ctx.Err() != nil {
+		return nil, m.acquireErr(ctx, ctx.Err())
 	}
 	if h := m.holdOf(ctx); h != nil {
 		m.mu.Lock()
@@ -175,7 +172,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 	}
 	node, snap, err := m.li.acquire(ctx, data, try, onRevoke)
 	if err != nil {
-		return nil, fmt.Errorf("zklock: acquire %s: %w", m.path, err)
+		return nil, m.acquireErr(ctx, err)
 	}
 	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	h := &hold{node: node, cancel: cancel, stop: make(chan struct{}), count: 1}
@@ -184,9 +181,25 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 	m.holds[h] = struct{}{}
 	m.mu.Unlock()
 	if !m.c.goFunc(func() { m.li.monitor(node, snap, h.stop, func(err error) { m.lose(h, err) }, onRevoke) }) {
+		// Close began while we acquired: the hold cannot be watched.
 		m.lose(h, fmt.Errorf("%w: %w", ErrLockLost, ErrClosed))
+		m.mu.Lock()
+		h.count = 0
+		m.mu.Unlock()
+		return nil, m.acquireErr(ctx, ErrClosed)
 	}
 	return h.ctx, nil
+}
+
+// acquireErr names the path in an Acquire error, and keeps the cause of a
+// cancelled ctx next to ctx.Err().
+func (m *Mutex) acquireErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		if cause := context.Cause(ctx); cause != ctx.Err() {
+			return fmt.Errorf("zklock: acquire %s: %w (%w)", m.path, err, cause)
+		}
+	}
+	return fmt.Errorf("zklock: acquire %s: %w", m.path, err)
 }
 
 // lose ends a hold that was lost: cancels its context with err (which wraps
