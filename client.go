@@ -883,6 +883,36 @@ func retry[T any](c *Client, ctx context.Context, op func() (T, error)) (T, erro
 			}
 			return v, err
 		}
+		// Like Curator's RetryLoop, give the connection a chance to come
+		// back before the next attempt.
+		if werr := c.awaitConnected(ctx, c.opts.connectTimeout); werr != nil && !errors.Is(werr, context.DeadlineExceeded) {
+			return v, werr
+		}
+	}
+}
+
+// awaitConnected waits until the connection is up, for at most d. It
+// returns ctx's error, ErrClosed, or context.DeadlineExceeded when d passes.
+func (c *Client) awaitConnected(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		ch := c.stateChanged()
+		switch c.State() {
+		case StateConnected, StateReconnected:
+			return nil
+		case StateClosed:
+			return ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.closing:
+			return ErrClosed
+		case <-t.C:
+			return context.DeadlineExceeded
+		}
 	}
 }
 

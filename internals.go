@@ -123,9 +123,24 @@ func (li *lockInternals) wait(ctx context.Context, n *lockNode, try bool, onRevo
 	if err != nil {
 		return snapshot{}, err
 	}
+	recheck := false // confirm our node before trusting the cached children
 	for {
 		if err := c.usable(); err != nil {
 			return snapshot{}, err // a closing Client grants nothing more
+		}
+		if recheck {
+			if err := li.checkOwn(ctx, n); err != nil {
+				if !retryable(err) {
+					return snapshot{}, err
+				}
+				// While the session lives our node does too: keep waiting
+				// for the connection for as long as ctx allows.
+				if err := c.awaitConnected(ctx, time.Hour); err != nil {
+					return snapshot{}, err
+				}
+				continue
+			}
+			recheck = false
 		}
 		res, err := li.driver.GetsTheLock(children, n.name, li.maxLeases)
 		if err != nil {
@@ -150,6 +165,10 @@ func (li *lockInternals) wait(ctx context.Context, n *lockNode, try bool, onRevo
 			children = slices.DeleteFunc(children, func(s string) bool { return s == res.Watch })
 			continue
 		}
+		if retryable(err) {
+			recheck = true
+			continue
+		}
 		if err != nil {
 			return snapshot{}, err
 		}
@@ -165,9 +184,7 @@ func (li *lockInternals) wait(ctx context.Context, n *lockNode, try bool, onRevo
 			if s := c.State(); s == StateReconnected || s == StateLost {
 				// Our node survives a reconnect with the same session; a
 				// new session means it is gone. Check rather than guess.
-				if err := li.checkOwn(ctx, n); err != nil {
-					return snapshot{}, err
-				}
+				recheck = true
 			}
 		case <-ctx.Done():
 			// If the predecessor went away at this same moment we may now
