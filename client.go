@@ -94,6 +94,7 @@ type options struct {
 	policy         ErrorPolicy           // default StandardPolicy
 	nodeData       []byte                // default the host's first non-loopback IP address
 	zkOpts         []func(*zk.Conn)      // default none
+	wrapConn       func(zkConn) zkConn   // test seam around the connection; default none
 	err            error                 // first invalid option
 }
 
@@ -323,6 +324,9 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("zklock: connect %v: %w", servers, err)
 	}
 	c.conn, c.zc, c.zkEvents = conn, conn, events
+	if o.wrapConn != nil {
+		c.zc = o.wrapConn(conn)
+	}
 	c.start()
 
 	t := time.NewTimer(o.connectTimeout)

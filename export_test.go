@@ -8,3 +8,13 @@ var (
 	ValidatePath   = validatePath
 	NewUUIDForTest = newUUID
 )
+
+// ZKConn is the engine's view of a connection: the seam that lets tests
+// inject failures around a real *zk.Conn.
+type ZKConn = zkConn
+
+// WithConnWrapper wraps the connection Connect opens before the Client
+// uses it.
+func WithConnWrapper(w func(ZKConn) ZKConn) Option {
+	return func(o *options) { o.wrapConn = w }
+}
