@@ -26,7 +26,7 @@ type faultConn struct {
 	zklock.ZKConn
 	mu          sync.Mutex
 	create      func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) // guarded by mu; nil passes through
-	deleteFails int                                                                                          // guarded by mu; deletes still to fail
+	deleteFails int                                                                                        // guarded by mu; deletes still to fail
 	creates     atomic.Int32
 }
 
