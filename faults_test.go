@@ -161,3 +161,70 @@ func TestIntegration_MutexContainerParentsReaped(t *testing.T) {
 		}, 20*time.Second, 20*time.Millisecond, "empty containers are reaped")
 	}
 }
+
+// Credentials are re-applied when go-zookeeper opens a new session after an
+// expiry, so ACL-protected locks keep working.
+func TestIntegration_AuthSurvivesSessionExpiry(t *testing.T) {
+	e := setup(t)
+	faults := zktest.NewFaultsT(t, e.servers)
+	acl := append(zk.DigestACL(zk.PermAll, "owner", "pw"), zk.WorldACL(zk.PermRead)...)
+	c := e.client(
+		zklock.WithSessionTimeout(1500*time.Millisecond),
+		zklock.WithAuth("digest", []byte("owner:pw")),
+		zklock.WithACL(func(string) []zk.ACL { return acl }),
+		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+	)
+	m := e.mutex(c, "/auth/lock")
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, m.Release(h))
+	before := c.Conn().SessionID()
+
+	faults.Pause()
+	waitState(t, c, 15*time.Second, zklock.StateLost)
+	faults.Resume()
+	waitState(t, c, 20*time.Second, zklock.StateReconnected)
+	require.NotEqual(t, before, c.Conn().SessionID(), "a new session")
+
+	h, err = m.Acquire(context.Background())
+	require.NoError(t, err, "the new session is authenticated")
+	require.NoError(t, m.Release(h))
+}
+
+// In a 3-node ensemble, the server a holder is connected to stops: under
+// SessionPolicy the client moves to another server with the same session
+// and keeps its hold; a waiter gets the lock after the release.
+func TestIntegration_EnsembleHolderServerStops(t *testing.T) {
+	cluster := zktest.StartT(t, zktest.Config{Size: 3})
+	e := setupOn(t, cluster)
+	hc := e.client(zklock.WithErrorPolicy(zklock.SessionPolicy), zklock.WithSessionTimeout(8*time.Second))
+	holder := e.mutex(hc, "/ensemble")
+	waiter := e.mutex(e.client(), "/ensemble")
+	h, err := holder.Acquire(context.Background())
+	require.NoError(t, err)
+	got := acquireAsync(context.Background(), waiter)
+	waitParticipants(t, holder, 2)
+
+	connected := -1
+	for i, s := range cluster.Servers() {
+		if s == hc.Conn().Server() {
+			connected = i
+		}
+	}
+	require.NotEqual(t, -1, connected, "holder's server %s among %v", hc.Conn().Server(), cluster.Servers())
+	session := hc.Conn().SessionID()
+	require.NoError(t, cluster.Stop(connected))
+	waitState(t, hc, 20*time.Second, zklock.StateReconnected)
+	assert.Equal(t, session, hc.Conn().SessionID(), "same session on another server")
+	assert.NoError(t, h.Err(), "the hold survives the move")
+	select {
+	case a := <-got:
+		t.Fatalf("waiter acquired while the holder holds: %v", a.err)
+	default:
+	}
+	require.NoError(t, holder.Release(h))
+	a := await(t, got, 20*time.Second)
+	require.NoError(t, a.err)
+	require.NoError(t, waiter.Release(a.ctx))
+	require.NoError(t, cluster.Start(connected))
+}
