@@ -101,8 +101,9 @@ func (li *lockInternals) peek(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	// A name that sorts after every existing node stands for ours.
-	probe := li.lockName + "\U0010FFFF"
+	// A name that sorts after every existing node stands for ours: U+FFFF
+	// is the largest UTF-16 code unit.
+	probe := li.lockName + strings.Repeat("\uffff", 16)
 	res, err := li.driver.GetsTheLock(append(children, probe), probe, li.maxLeases)
 	if err != nil {
 		return false, err
