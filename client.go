@@ -414,7 +414,8 @@ func (c *Client) State() ConnectionState {
 // Listen calls fn with every connection state change, in order, on a
 // goroutine of its own, so a slow fn delays no one else. The final call is
 // with StateClosed. stop ends the calls; it does not wait for a call in
-// progress, so it may be called from fn.
+// progress, so it may be called from fn. Close waits for fn to return, so
+// fn must not call Close.
 func (c *Client) Listen(fn func(ConnectionState)) (stop func()) {
 	l := &listener{fn: fn, signal: make(chan struct{}, 1), stop: make(chan struct{})}
 	c.mu.Lock()
