@@ -1,0 +1,373 @@
+package zktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// proxyDialTimeout bounds the proxy's connection to its target.
+const proxyDialTimeout = 5 * time.Second
+
+// Proxy is a TCP proxy from a local address to a target, for provoking
+// network faults between a client and a server. Its methods are safe for
+// concurrent use.
+type Proxy struct {
+	target string
+	ln     net.Listener
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the accept loop and every connection's goroutines
+
+	mu      sync.Mutex
+	paused  bool
+	resumed chan struct{} // closed while not paused; replaced by Pause
+	conns   map[*proxyConn]struct{}
+	closed  bool
+}
+
+// proxyConn is one proxied connection.
+type proxyConn struct {
+	client   net.Conn
+	upstream net.Conn // nil until dialled; guarded by Proxy.mu
+	ctx      context.Context
+	cancel   context.CancelFunc
+}
+
+// NewProxy returns a proxy listening on 127.0.0.1 on a free port and
+// forwarding every connection it accepts to target. The caller must Close
+// it.
+func NewProxy(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("zktest: proxy for %s: listen: %w", target, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Proxy{
+		target:  target,
+		ln:      ln,
+		ctx:     ctx,
+		cancel:  cancel,
+		resumed: make(chan struct{}),
+		conns:   make(map[*proxyConn]struct{}),
+	}
+	close(p.resumed)
+	p.wg.Add(1)
+	go p.acceptLoop()
+	return p, nil
+}
+
+// Addr returns the address the proxy listens on ("127.0.0.1:port").
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Target returns the address the proxy forwards to.
+func (p *Proxy) Target() string { return p.target }
+
+// Pause stops forwarding, in both directions, on every current connection
+// and on connections accepted later (those are accepted but not connected
+// to the target), until Resume. The sockets stay open, so the client sees
+// silence: its reads time out (go-zk then reports StateDisconnected and
+// reconnects, through the paused proxy), and a pause longer than the
+// session timeout lets the server expire the session. Bytes received while
+// paused are held, not lost or reordered, and delivered by Resume; so are
+// closes. A write already under way when Pause is called completes.
+func (p *Proxy) Pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.paused {
+		p.paused = true
+		p.resumed = make(chan struct{})
+	}
+}
+
+// Resume ends a Pause: held bytes are delivered and forwarding continues.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paused {
+		p.paused = false
+		close(p.resumed)
+	}
+}
+
+// Cut closes every connection the proxy has accepted, at once and in both
+// directions, so the client sees an immediate disconnect; data held by a
+// Pause is dropped. Later connections are served normally (or held, while
+// paused); that includes one the client has just dialled but the proxy has
+// not accepted yet, still in the kernel's backlog.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for pc := range p.conns {
+		p.closeConnLocked(pc)
+	}
+}
+
+// Close stops listening, closes every connection and waits for the
+// proxy's goroutines to finish. It is idempotent.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	var err error
+	if !p.closed {
+		p.closed = true
+		p.cancel()
+		err = p.ln.Close()
+		for pc := range p.conns {
+			p.closeConnLocked(pc)
+		}
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("zktest: close proxy for %s: %w", p.target, err)
+	}
+	return nil
+}
+
+// numConns returns how many connections the proxy has accepted and not
+// yet closed.
+func (p *Proxy) numConns() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns)
+}
+
+func (p *Proxy) acceptLoop() {
+	defer p.wg.Done()
+	for {
+		conn, err := p.ln.Accept()
+		if err != nil {
+			if p.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors or the like: back off briefly.
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			continue
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			conn.Close()
+			return
+		}
+		ctx, cancel := context.WithCancel(p.ctx)
+		pc := &proxyConn{client: conn, ctx: ctx, cancel: cancel}
+		p.conns[pc] = struct{}{}
+		p.wg.Add(1)
+		p.mu.Unlock()
+		go p.serve(pc)
+	}
+}
+
+// closeConnLocked closes both sides of pc; p.mu must be held.
+func (p *Proxy) closeConnLocked(pc *proxyConn) {
+	pc.cancel()
+	pc.client.Close()
+	if pc.upstream != nil {
+		pc.upstream.Close()
+	}
+}
+
+func (p *Proxy) closeConn(pc *proxyConn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closeConnLocked(pc)
+}
+
+// waitResumed blocks while the proxy is paused. It returns false if pc
+// was closed meanwhile.
+func (p *Proxy) waitResumed(pc *proxyConn) bool {
+	for {
+		p.mu.Lock()
+		paused, resumed := p.paused, p.resumed
+		p.mu.Unlock()
+		if !paused {
+			return pc.ctx.Err() == nil
+		}
+		select {
+		case <-resumed:
+			// Loop: the proxy may have been paused again.
+		case <-pc.ctx.Done():
+			return false
+		}
+	}
+}
+
+func (p *Proxy) serve(pc *proxyConn) {
+	defer p.wg.Done()
+	defer func() {
+		p.mu.Lock()
+		p.closeConnLocked(pc)
+		delete(p.conns, pc)
+		p.mu.Unlock()
+	}()
+
+	if !p.waitResumed(pc) {
+		return
+	}
+	dctx, cancel := context.WithTimeout(pc.ctx, proxyDialTimeout)
+	var d net.Dialer
+	up, err := d.DialContext(dctx, "tcp", p.target)
+	cancel()
+	if err != nil {
+		return // the client sees the connection close
+	}
+	p.mu.Lock()
+	if pc.ctx.Err() != nil {
+		p.mu.Unlock()
+		up.Close()
+		return
+	}
+	pc.upstream = up
+	p.mu.Unlock()
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); p.pipe(pc, up, pc.client) }()
+	go func() { defer wg.Done(); p.pipe(pc, pc.client, up) }()
+	wg.Wait()
+}
+
+// pipe copies from src to dst until either fails, holding each chunk (and
+// the final close) while the proxy is paused, then closes both sides.
+func (p *Proxy) pipe(pc *proxyConn, dst, src net.Conn) {
+	defer p.closeConn(pc)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if !p.waitResumed(pc) {
+			return
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Faults holds one Proxy per server of a cluster and a zk.Dialer that
+// routes go-zk's connections through them, so a test can disturb the
+// traffic of the clients that use it. Its methods are safe for concurrent
+// use.
+type Faults struct {
+	servers []string
+	proxies []*Proxy
+	byAddr  map[string]*Proxy
+
+	t          testing.TB // set by NewFaultsT
+	resumeOnce sync.Once
+}
+
+// NewFaults starts one Proxy for each address in servers. The caller must
+// Close it.
+func NewFaults(servers []string) (*Faults, error) {
+	f := &Faults{servers: append([]string(nil), servers...), byAddr: make(map[string]*Proxy)}
+	for _, s := range servers {
+		p, err := NewProxy(s)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		f.proxies = append(f.proxies, p)
+		f.byAddr[s] = p
+		// go-zk resolves host names before dialling: register the
+		// resolved addresses too.
+		host, port, err := net.SplitHostPort(s)
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		addrs, err := net.DefaultResolver.LookupHost(ctx, host)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if _, ok := f.byAddr[net.JoinHostPort(a, port)]; !ok {
+				f.byAddr[net.JoinHostPort(a, port)] = p
+			}
+		}
+	}
+	return f, nil
+}
+
+// NewFaultsT is NewFaults that fails t fatally on error and closes the
+// proxies when t's test ends. Its first Pause also registers a cleanup
+// that resumes the proxies, which runs before the cleanups registered
+// earlier, such as closing the connections made by ConnectT: a go-zk
+// connection in the middle of a handshake through a paused proxy would
+// otherwise take ten times its read timeout to close.
+func NewFaultsT(t testing.TB, servers []string) *Faults {
+	t.Helper()
+	f, err := NewFaults(servers)
+	if err != nil {
+		t.Fatalf("zktest: %v", err)
+	}
+	f.t = t
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("zktest: %v", err)
+		}
+	})
+	return f
+}
+
+// Dial is a zk.Dialer: use it as zk.WithDialer(f.Dial) with the server
+// addresses f was made for. It connects to the proxy of address, or
+// directly to address if f has no proxy for it.
+func (f *Faults) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	if p, ok := f.byAddr[address]; ok && strings.HasPrefix(network, "tcp") {
+		address = p.Addr()
+	}
+	return net.DialTimeout(network, address, timeout)
+}
+
+// Proxy returns the proxy of server i, in the order given to NewFaults.
+func (f *Faults) Proxy(i int) *Proxy { return f.proxies[i] }
+
+// Pause pauses every proxy (see Proxy.Pause). Call it from the test's
+// goroutine if f was made by NewFaultsT.
+func (f *Faults) Pause() {
+	if f.t != nil {
+		f.resumeOnce.Do(func() { f.t.Cleanup(f.Resume) })
+	}
+	for _, p := range f.proxies {
+		p.Pause()
+	}
+}
+
+// Resume resumes every proxy (see Proxy.Resume).
+func (f *Faults) Resume() {
+	for _, p := range f.proxies {
+		p.Resume()
+	}
+}
+
+// Cut cuts every connection of every proxy (see Proxy.Cut).
+func (f *Faults) Cut() {
+	for _, p := range f.proxies {
+		p.Cut()
+	}
+}
+
+// Close closes every proxy. It is idempotent.
+func (f *Faults) Close() error {
+	var errs []error
+	for _, p := range f.proxies {
+		errs = append(errs, p.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,186 @@
+package zktest
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ConnectTimeout is the session timeout of connections made by ConnectT.
+const ConnectTimeout = 10 * time.Second
+
+// connectWait bounds how long ConnectT waits for a session, and how long
+// its cleanup waits for the connection's goroutines to finish.
+const connectWait = 30 * time.Second
+
+// Ephemerals returns, sorted, the paths of every node under root (root
+// included, recursively) that is ephemeral (EphemeralOwner != 0). A root
+// that does not exist has none. Nodes deleted during the walk are skipped.
+func Ephemerals(conn *zk.Conn, root string) ([]string, error) {
+	var found []string
+	var walk func(p string) error
+	walk = func(p string) error {
+		exists, stat, err := conn.Exists(p)
+		if err != nil {
+			return fmt.Errorf("zktest: exists %s: %w", p, err)
+		}
+		if !exists {
+			return nil
+		}
+		if stat.EphemeralOwner != 0 {
+			found = append(found, p)
+			return nil // ephemeral nodes have no children
+		}
+		children, _, err := conn.Children(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("zktest: children %s: %w", p, err)
+		}
+		for _, child := range children {
+			if err := walk(path.Join(p, child)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(root); err != nil {
+		return nil, err
+	}
+	sort.Strings(found)
+	return found, nil
+}
+
+// WaitNoEphemerals polls Ephemerals(conn, root) every 20ms until it finds
+// none, for up to timeout. If some remain (or the last poll failed) it
+// reports them with t.Errorf; the test goes on.
+func WaitNoEphemerals(t testing.TB, conn *zk.Conn, root string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		left, err := Ephemerals(conn, root)
+		if err == nil && len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				t.Errorf("zktest: ephemeral nodes under %s after %v: %v", root, timeout, err)
+			} else {
+				t.Errorf("zktest: %d ephemeral nodes left under %s after %v: %s",
+					len(left), root, timeout, strings.Join(left, ", "))
+			}
+			return
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// DeleteTree deletes root and everything under it, ignoring nodes that do
+// not exist (or disappear meanwhile). For root "/" it deletes everything
+// except / and /zookeeper. Children created concurrently can make it fail
+// with zk.ErrNotEmpty after a few retries.
+func DeleteTree(conn *zk.Conn, root string) error {
+	var del func(p string) error
+	del = func(p string) error {
+		for attempt := 0; ; attempt++ {
+			children, _, err := conn.Children(p)
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("zktest: delete tree: children %s: %w", p, err)
+			}
+			for _, child := range children {
+				cp := path.Join(p, child)
+				if cp == "/zookeeper" {
+					continue
+				}
+				if err := del(cp); err != nil {
+					return err
+				}
+			}
+			if p == "/" {
+				return nil
+			}
+			err = conn.Delete(p, -1)
+			if err == nil || errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			if !errors.Is(err, zk.ErrNotEmpty) || attempt >= 3 {
+				return fmt.Errorf("zktest: delete tree: delete %s: %w", p, err)
+			}
+		}
+	}
+	return del(root)
+}
+
+// nopLogger discards go-zk's log output.
+type nopLogger struct{}
+
+func (nopLogger) Printf(string, ...any) {}
+
+// ConnectT connects to servers with a plain go-zk connection and a 10s
+// session timeout (ConnectTimeout); see ConnectTimeoutT.
+func ConnectT(t testing.TB, servers []string, opts ...func(*zk.Conn)) *zk.Conn {
+	t.Helper()
+	return ConnectTimeoutT(t, servers, ConnectTimeout, opts...)
+}
+
+// ConnectTimeoutT connects to servers with a plain go-zk connection asking
+// for the given session timeout, with go-zk's logging silenced, then
+// applies opts (go-zk options such as zk.WithDialer, zk.WithEventCallback
+// or zk.WithLogger). It waits (at most 30s) for the session to be
+// established and fails t fatally if it is not. When t's test ends the
+// connection is closed and its goroutines are waited for (bounded).
+func ConnectTimeoutT(t testing.TB, servers []string, sessionTimeout time.Duration, opts ...func(*zk.Conn)) *zk.Conn {
+	t.Helper()
+	conn, events, err := zk.Connect(servers, sessionTimeout,
+		zk.WithLogger(nopLogger{}),
+		func(c *zk.Conn) {
+			for _, o := range opts {
+				o(c)
+			}
+		})
+	if err != nil {
+		t.Fatalf("zktest: connect to %v: %v", servers, err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		// go-zk closes the event channel when its goroutines are done.
+		timeout := time.NewTimer(connectWait)
+		defer timeout.Stop()
+		for {
+			select {
+			case _, ok := <-events:
+				if !ok {
+					return
+				}
+			case <-timeout.C:
+				t.Errorf("zktest: connection to %v still running %v after Close", servers, connectWait)
+				return
+			}
+		}
+	})
+	timeout := time.NewTimer(connectWait)
+	defer timeout.Stop()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatalf("zktest: connect to %v: connection closed", servers)
+			}
+			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
+				return conn
+			}
+		case <-timeout.C:
+			t.Fatalf("zktest: connect to %v: no session after %v (state %v)", servers, connectWait, conn.State())
+		}
+	}
+}
