@@ -184,8 +184,10 @@ func TestStartBindFailureWhileRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(b), "run"); n != 3*startAttempts {
-		t.Errorf("%d server runs, want %d", n, 3*startAttempts)
+	// Each attempt starts three servers, but gives up (killing the
+	// others) as soon as one reports a bind failure.
+	if n := strings.Count(string(b), "run"); n < startAttempts || n > 3*startAttempts {
+		t.Errorf("%d server runs, want %d attempts of up to 3", n, startAttempts)
 	}
 	checkNoNewDirs(t, before)
 }

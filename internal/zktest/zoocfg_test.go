@@ -11,8 +11,6 @@ import (
 	"time"
 )
 
-func TestMain(m *testing.M) { Main(m) }
-
 // cfgLines parses zoo.cfg contents into a map, failing on duplicates.
 func cfgLines(t *testing.T, s string) map[string]string {
 	t.Helper()
