@@ -219,3 +219,17 @@ func TestRetryPolicies(t *testing.T) {
 	_, ok = u.AllowRetry(0, 100)
 	assert.False(t, ok)
 }
+
+func TestStringers(t *testing.T) {
+	names := map[zklock.ConnectionState]string{
+		zklock.StateConnected: "Connected", zklock.StateSuspended: "Suspended",
+		zklock.StateReconnected: "Reconnected", zklock.StateLost: "Lost", zklock.StateClosed: "Closed",
+		zklock.ConnectionState(42): "ConnectionState(42)",
+	}
+	for s, want := range names {
+		assert.Equal(t, want, s.String())
+	}
+	assert.Equal(t, "StandardPolicy", zklock.StandardPolicy.String())
+	assert.Equal(t, "SessionPolicy", zklock.SessionPolicy.String())
+	assert.Equal(t, "ErrorPolicy(9)", zklock.ErrorPolicy(9).String())
+}

@@ -3,8 +3,11 @@ package zklock_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
 	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,6 +30,7 @@ type faultConn struct {
 	mu          sync.Mutex
 	create      func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) // guarded by mu; nil passes through
 	deleteFails int                                                                                        // guarded by mu; deletes still to fail
+	listFails   int                                                                                        // guarded by mu; children listings still to fail
 	creates     atomic.Int32
 }
 
@@ -52,6 +56,19 @@ func (f *faultConn) Delete(p string, version int32) error {
 		return zk.ErrConnectionClosed
 	}
 	return f.ZKConn.Delete(p, version)
+}
+
+func (f *faultConn) Children(p string) ([]string, *zk.Stat, error) {
+	f.mu.Lock()
+	fail := f.listFails > 0
+	if fail {
+		f.listFails--
+	}
+	f.mu.Unlock()
+	if fail {
+		return nil, nil, zk.ErrConnectionClosed
+	}
+	return f.ZKConn.Children(p)
 }
 
 func (f *faultConn) setCreate(hook func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error)) {
@@ -311,4 +328,128 @@ func (s syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// Waiters that give up leave their watches behind (go-zookeeper cannot
+// remove one), but waiters share one watch per node and fired watches are
+// swept, so the number tracked stays bounded by the live nodes watched.
+func TestIntegration_AbandonedWatchesStayBounded(t *testing.T) {
+	e := setup(t)
+	hc := e.client()
+	c := e.client()
+	bg := context.Background()
+	type held struct {
+		m *zklock.Mutex
+		h context.Context
+	}
+	var holds []held
+	for i := range 40 {
+		name := fmt.Sprintf("/bounded-%d", i)
+		hm := e.mutex(hc, name)
+		h, err := hm.Acquire(bg)
+		require.NoError(t, err)
+		holds = append(holds, held{hm, h})
+		wm := e.mutex(c, name)
+		for range 3 { // three give-ups on the same holder share one watch
+			ctx, cancel := context.WithTimeout(bg, 2*time.Millisecond)
+			_, err := wm.Acquire(ctx)
+			cancel()
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+		}
+	}
+	assert.LessOrEqual(t, zklock.WatchedNodes(c), 40, "one watch per watched node")
+	for _, h := range holds {
+		require.NoError(t, h.m.Release(h.h)) // fires every watch, with nobody waiting
+	}
+	// Later waits on new nodes sweep the fired entries away.
+	for round := range 1 {
+		var more []held
+		for i := range 40 {
+			name := fmt.Sprintf("/bounded-next-%d-%d", round, i)
+			hm := e.mutex(hc, name)
+			h, err := hm.Acquire(bg)
+			require.NoError(t, err)
+			more = append(more, held{hm, h})
+			ctx, cancel := context.WithTimeout(bg, 2*time.Millisecond)
+			_, err = e.mutex(c, name).Acquire(ctx)
+			cancel()
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+		}
+		for _, h := range more {
+			require.NoError(t, h.m.Release(h.h))
+		}
+	}
+	assert.LessOrEqual(t, zklock.WatchedNodes(c), 2*40+64, "fired watches are swept")
+}
+
+// A hold lost while Do's fn runs cancels fn's context, and Do reports both
+// fn's error and the loss.
+func TestIntegration_DoReportsLoss(t *testing.T) {
+	e := setup(t)
+	m := e.mutex(e.client(), "/do-lost")
+	err := m.Do(context.Background(), func(ctx context.Context) error {
+		require.NoError(t, e.admin.Delete(m.LockPath(ctx), -1))
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, zklock.ErrLockLost)
+}
+
+// Operations that fail with a connection loss are retried under the retry
+// policy, and fail with the connection error once it gives up.
+func TestIntegration_ConnectionLossRetries(t *testing.T) {
+	e := setup(t)
+	c, f := e.faultClient(zklock.WithRetryPolicy(zklock.RetryNTimes{N: 2, Sleep: 10 * time.Millisecond}))
+	m := e.mutex(c, "/retries")
+	f.mu.Lock()
+	f.listFails = 2
+	f.mu.Unlock()
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err, "two failures are within the policy")
+	parts, err := m.Participants(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, parts, 1)
+
+	f.mu.Lock()
+	f.listFails = 3
+	f.mu.Unlock()
+	_, err = m.Participants(context.Background())
+	require.ErrorIs(t, err, zk.ErrConnectionClosed, "three failures exhaust it")
+	assert.ErrorContains(t, err, e.root+"/retries")
+	require.NoError(t, m.Release(h))
+}
+
+// Connect gives up after the connect timeout and leaves nothing running
+// (the goroutine-leak check of TestMain would see it).
+func TestIntegration_ConnectTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	start := time.Now()
+	_, err = zklock.Connect([]string{addr}, zklock.WithConnectTimeout(300*time.Millisecond),
+		zklock.WithZKOptions(zk.WithLogger(quietLogger{})))
+	require.ErrorIs(t, err, zk.ErrNoServer)
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+func TestIntegration_NewClientWithAuth(t *testing.T) {
+	e := setup(t)
+	conn, events, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(quietLogger{}))
+	require.NoError(t, err)
+	defer conn.Close()
+	acl := append(zk.DigestACL(zk.PermAll, "wrapped", "pw"), zk.WorldACL(zk.PermRead)...)
+	c := zklock.NewClient(conn, events, zklock.WithAuth("digest", []byte("wrapped:pw")),
+		zklock.WithACL(func(string) []zk.ACL { return acl }), zklock.WithNamespace(strings.TrimPrefix(e.root, "/")))
+	defer c.Close()
+	m, err := zklock.NewMutex(c, "/x")
+	require.NoError(t, err)
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err, "the wrapped connection was authenticated")
+	require.NoError(t, m.Release(h))
+	bad := zklock.NewClient(conn, events, zklock.WithSessionTimeout(0))
+	_, err = zklock.NewMutex(bad, "/x")
+	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
+	bad.Close()
 }

@@ -18,3 +18,10 @@ type ZKConn = zkConn
 func WithConnWrapper(w func(ZKConn) ZKConn) Option {
 	return func(o *options) { o.wrapConn = w }
 }
+
+// WatchedNodes reports how many nodes the Client's shared watch set tracks.
+func WatchedNodes(c *Client) int {
+	c.watches.mu.Lock()
+	defer c.watches.mu.Unlock()
+	return len(c.watches.m)
+}
