@@ -95,6 +95,38 @@ func (li *lockInternals) acquire(ctx context.Context, data []byte, try bool, onR
 	}
 }
 
+// relister is implemented by internal drivers whose locks can gain a node
+// that sorts before an existing one: the write-to-read downgrade creates a
+// read node with the sequence of the write node it replaces.
+type relister interface {
+	// relistAfterDelete reports whether the deletion of the watched child
+	// may have been preceded by such a node.
+	relistAfterDelete(child string) bool
+}
+
+// acquireAt creates a non-sequential node named name (protected) under the
+// lock and grants it at once. The caller has made sure that the node is
+// entitled to the lock, as a downgrade is.
+func (li *lockInternals) acquireAt(ctx context.Context, name string, data []byte, onRevoke func()) (*lockNode, snapshot, error) {
+	c := li.c
+	if err := c.usable(); err != nil {
+		return nil, snapshot{}, err
+	}
+	p, err := c.createProtected(ctx, path.Join(li.basePath, name), data, zk.FlagEphemeral)
+	if err != nil {
+		return nil, snapshot{}, closedErr(err)
+	}
+	n := &lockNode{path: p, name: path.Base(p)}
+	if err := li.watchOwn(ctx, n, onRevoke); err != nil {
+		c.deleteNode(p)
+		if errors.Is(err, errNodeGone) {
+			err = fmt.Errorf("node %s vanished: %w", p, zk.ErrNoNode)
+		}
+		return nil, snapshot{}, err
+	}
+	return n, c.snapshot(), nil
+}
+
 // peek reports whether a node created now could get the lock at once.
 func (li *lockInternals) peek(ctx context.Context) (bool, error) {
 	children, err := li.sortedChildren(ctx)
@@ -163,6 +195,14 @@ func (li *lockInternals) wait(ctx context.Context, n *lockNode, try bool, onRevo
 		stateCh := c.stateChanged()
 		pred, err := c.watchNode(ctx, path.Join(li.basePath, res.Watch))
 		if errors.Is(err, zk.ErrNoNode) {
+			if rl, ok := li.driver.(relister); ok && rl.relistAfterDelete(res.Watch) {
+				// A node can appear ahead of ours in its place (a
+				// downgrade): look at the children again.
+				if children, err = li.sortedChildren(ctx); err != nil {
+					return snapshot{}, err
+				}
+				continue
+			}
 			children = slices.DeleteFunc(children, func(s string) bool { return s == res.Watch })
 			continue
 		}

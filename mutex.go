@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -33,6 +34,8 @@ type Mutex struct {
 	path string        // base path as given, relative to the namespace
 	li   lockInternals // immutable after construction
 	data []byte        // node data; nil means the Client's default
+
+	rw *ReadWriteLock // the read/write lock m is a side of, or nil
 
 	mu     sync.Mutex         // protects the fields below
 	holds  map[*hold]struct{} // live (not released, not lost) holds
@@ -160,6 +163,18 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 		}
 		m.mu.Unlock()
 	}
+	var atName string // non-empty: create this node and hold at once
+	if m.rw != nil {
+		switch {
+		case m == m.rw.write && m.rw.read.live(ctx) != nil:
+			return nil, fmt.Errorf("zklock: acquire %s: %w", m.path, ErrLockUpgrade)
+		case m == m.rw.read:
+			if wh := m.rw.write.live(ctx); wh != nil {
+				// Downgrade: the read node takes the write node's place.
+				atName = readLockName + rwSortKey(wh.node.name)
+			}
+		}
+	}
 	var onRevoke func()
 	m.mu.Lock()
 	if fn := m.revoke; fn != nil {
@@ -170,7 +185,16 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 	if data == nil {
 		data = m.c.opts.nodeData
 	}
-	node, snap, err := m.li.acquire(ctx, data, try, onRevoke)
+	var (
+		node *lockNode
+		snap snapshot
+		err  error
+	)
+	if atName != "" {
+		node, snap, err = m.li.acquireAt(ctx, atName, data, onRevoke)
+	} else {
+		node, snap, err = m.li.acquire(ctx, data, try, onRevoke)
+	}
 	if err != nil {
 		return nil, m.acquireErr(ctx, err)
 	}
@@ -301,16 +325,20 @@ func (m *Mutex) CheckOp(ctx context.Context) (*zk.CheckVersionRequest, error) {
 }
 
 // Participants returns the full paths (relative to the namespace) of every
-// node queued on the lock, holders first, in queue order. It is empty if
-// the lock has never been used or its parent has been reaped.
+// node queued on the lock, holders first, in queue order; for a side of a
+// [ReadWriteLock], the nodes of that side only. It is empty if the lock has
+// never been used or its parent has been reaped.
 func (m *Mutex) Participants(ctx context.Context) ([]string, error) {
 	children, err := m.li.sortedChildren(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("zklock: participants %s: %w", m.path, err)
 	}
-	out := make([]string, len(children))
-	for i, ch := range children {
-		out[i] = m.c.relPath(path.Join(m.li.basePath, ch))
+	out := make([]string, 0, len(children))
+	for _, ch := range children {
+		if m.rw != nil && !strings.Contains(ch, m.li.lockName) {
+			continue // a read/write side lists its own kind only
+		}
+		out = append(out, m.c.relPath(path.Join(m.li.basePath, ch)))
 	}
 	return out, nil
 }

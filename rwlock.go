@@ -1,0 +1,116 @@
+package zklock
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Node names of the two sides of a ReadWriteLock; Curator's, and of equal
+// length on purpose.
+const (
+	readLockName  = "__READ__"
+	writeLockName = "__WRIT__"
+)
+
+// ReadWriteLock is a re-entrant read/write lock, wire-compatible with
+// Curator's InterProcessReadWriteLock: readers share, a writer excludes
+// everyone, and both queue first come, first served, so neither side
+// starves.
+//
+// Both sides are [Mutex] values and follow its rules: safe for concurrent
+// use, holds carried by the context Acquire returns, re-entrant per
+// context (the two sides count separately), holds lost as described for
+// Mutex. A context that holds the write lock gets the read lock at once
+// (downgrade): its read node takes the write node's sequence, so writers
+// already queued stay behind it after the write lock is released. A context
+// that holds only the read lock and asks for the write lock gets
+// ErrLockUpgrade at once, where Curator would deadlock.
+type ReadWriteLock struct {
+	read  *Mutex
+	write *Mutex
+}
+
+// NewReadWriteLock returns a ReadWriteLock on path, relative to the
+// Client's namespace. Of the lock options it takes WithLockData, the data
+// of both read and write nodes; WithDriver is refused with
+// ErrInvalidArgument, because the read/write predicates are the lock's
+// definition. It does no I/O.
+func NewReadWriteLock(c *Client, path string, opts ...LockOption) (*ReadWriteLock, error) {
+	probe := lockOptions{}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&probe)
+		}
+	}
+	if probe.driver != nil {
+		return nil, fmt.Errorf("zklock: read/write lock %s: a Driver cannot be set: %w", path, ErrInvalidArgument)
+	}
+	rw := &ReadWriteLock{}
+	var err error
+	if rw.write, err = newMutex(c, path, writeLockName, 1, append(opts[:len(opts):len(opts)], WithDriver(rwDriver{}))); err != nil {
+		return nil, err
+	}
+	if rw.read, err = newMutex(c, path, readLockName, math.MaxInt32, append(opts[:len(opts):len(opts)], WithDriver(readDriver{}))); err != nil {
+		return nil, err
+	}
+	rw.write.rw, rw.read.rw = rw, rw
+	return rw, nil
+}
+
+// ReadLock returns the shared side of the lock.
+func (rw *ReadWriteLock) ReadLock() *Mutex { return rw.read }
+
+// WriteLock returns the exclusive side of the lock.
+func (rw *ReadWriteLock) WriteLock() *Mutex { return rw.write }
+
+// rwSortKey is the sequence of a read or write node: the text after the
+// last "__READ__", and then after the last "__WRIT__".
+func rwSortKey(child string) string {
+	d := StandardDriver{}
+	return d.SortKey(d.SortKey(child, readLockName), writeLockName)
+}
+
+// rwDriver is the write side: Curator's sorting driver, standard predicate
+// over readers and writers alike, so a writer waits for everything ahead.
+type rwDriver struct{ StandardDriver }
+
+// SortKey orders read and write nodes together by sequence.
+func (rwDriver) SortKey(child, _ string) string { return rwSortKey(child) }
+
+// relistAfterDelete: a write node may be replaced by its holder's
+// downgraded read node, which takes the same place in the queue.
+func (rwDriver) relistAfterDelete(child string) bool {
+	return strings.Contains(child, writeLockName)
+}
+
+// readDriver is the read side: a reader holds the lock while no write node
+// sorts before it, and otherwise waits for the first write node.
+type readDriver struct{ StandardDriver }
+
+// SortKey orders read and write nodes together by sequence.
+func (readDriver) SortKey(child, _ string) string { return rwSortKey(child) }
+
+// GetsTheLock implements [Driver] for readers.
+func (readDriver) GetsTheLock(children []string, node string, _ int) (PredicateResult, error) {
+	firstWrite, ours := -1, -1
+	for i, ch := range children {
+		if strings.Contains(ch, writeLockName) {
+			if firstWrite < 0 {
+				firstWrite = i
+			}
+		} else if strings.HasPrefix(ch, node) {
+			ours = i
+			break
+		}
+	}
+	if ours < 0 {
+		return PredicateResult{}, fmt.Errorf("zklock: sequential node %s not found: %w", node, zk.ErrNoNode)
+	}
+	if firstWrite < 0 || ours < firstWrite {
+		return PredicateResult{Acquired: true}, nil
+	}
+	return PredicateResult{Watch: children[firstWrite]}, nil
+}
