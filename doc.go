@@ -1,6 +1,6 @@
 // Package zklock provides distributed lock recipes on ZooKeeper in the
-// manner of Apache Curator: a re-entrant [Mutex], [ReadWriteLock] and [MultiLock]
-// (Semaphore and SemaphoreMutex follow on the same engine).
+// manner of Apache Curator: a re-entrant [Mutex], [ReadWriteLock], [Semaphore],
+// [SemaphoreMutex], [MultiLock] and revocation ([Revoke]).
 // The znode layout is Curator's, so a Go process and a Java Curator process
 // exclude each other on the same path.
 //
