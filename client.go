@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -219,11 +220,16 @@ func WithNodeData(data []byte) Option {
 	}
 }
 
-// WithZKOptions passes options, such as zk.WithDialer, to zk.Connect. They
-// are applied after the Client's own, so they can override its logger.
-// NewClient ignores them.
+// WithZKOptions passes options, such as zk.WithDialer, to zk.Connect.
+// The Client's own event callback and logger are applied after them and
+// win: use Listen and WithLogger instead. NewClient ignores them.
 func WithZKOptions(opts ...func(*zk.Conn)) Option {
 	return func(o *options) {
+		for _, f := range opts {
+			if f == nil {
+				o.invalid("nil zk option")
+			}
+		}
 		o.zkOpts = append(o.zkOpts, opts...)
 	}
 }
@@ -282,10 +288,11 @@ type Client struct {
 	initErr  error           // invalid options of NewClient
 	zkEvents <-chan zk.Event // conn's event channel; closed when conn's goroutines end
 	queue    *eventQueue     // session events from the zk callback (Connect only)
-	closing  chan struct{}   // closed by Close
+	closing  chan struct{}   // closed by Close, or when a wrapped conn is closed
 	watches  watchSet
 
-	closeOnce sync.Once
+	closeOnce   sync.Once
+	closingOnce sync.Once // closes closing
 
 	goMu   sync.Mutex     // protects closed and wg.Add against Close's wg.Wait
 	closed bool           // Close has begun; no goroutine may start
@@ -315,10 +322,8 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 	c := newClient(o)
 	c.ownsConn = true
 	c.queue = newEventQueue()
-	zkOpts := append([]func(*zk.Conn){
-		zk.WithEventCallback(c.queue.push),
-		zk.WithLogger(zkLogger{c}),
-	}, o.zkOpts...)
+	// Ours come last: the Client must see every session event.
+	zkOpts := append(slices.Clone(o.zkOpts), zk.WithEventCallback(c.queue.push), zk.WithLogger(zkLogger{c}))
 	conn, events, err := zk.Connect(servers, o.sessionTimeout, convertOpts(zk.WithLogInfo(true), zkOpts)...)
 	if err != nil {
 		return nil, fmt.Errorf("zklock: connect %v: %w", servers, err)
@@ -371,13 +376,26 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) *Client {
 		if c.initErr == nil {
 			c.initErr = fmt.Errorf("zklock: NewClient: nil conn or events: %w", ErrInvalidArgument)
 		}
-		close(c.closing)
+		c.closingOnce.Do(func() { close(c.closing) })
 		c.state = StateClosed
 		return c
 	}
 	c.conn, c.zc, c.zkEvents = conn, conn, events
 	if conn.State() == zk.StateHasSession {
 		c.state, c.session = StateConnected, conn.SessionID()
+		// Events still buffered are history (the connect that led here);
+		// replayed, they would look like a suspension.
+	drain:
+		for {
+			select {
+			case _, ok := <-events:
+				if !ok {
+					break drain
+				}
+			default:
+				break drain
+			}
+		}
 	}
 	for _, a := range o.auth {
 		if err := conn.AddAuth(a.scheme, a.auth); err != nil {
@@ -417,6 +435,9 @@ func (c *Client) State() ConnectionState {
 // progress, so it may be called from fn. Close waits for fn to return, so
 // fn must not call Close.
 func (c *Client) Listen(fn func(ConnectionState)) (stop func()) {
+	if fn == nil {
+		return func() {}
+	}
 	l := &listener{fn: fn, signal: make(chan struct{}, 1), stop: make(chan struct{})}
 	c.mu.Lock()
 	closed := c.state == StateClosed
@@ -451,11 +472,7 @@ func (c *Client) Close() error {
 		c.goMu.Lock()
 		c.closed = true
 		c.goMu.Unlock()
-		select {
-		case <-c.closing:
-		default:
-			close(c.closing)
-		}
+		c.closingOnce.Do(func() { close(c.closing) })
 		if c.ownsConn && c.conn != nil {
 			c.conn.Close()
 		}
@@ -505,6 +522,16 @@ func (c *Client) goFunc(f func()) bool {
 		f()
 	}()
 	return true
+}
+
+// cleanup runs f, a clean-up loop, in the background. Once Close has begun
+// it runs f on the caller's goroutine instead, where f makes one attempt:
+// closing the session deletes the nodes of a connection the Client owns,
+// but a wrapped connection lives on.
+func (c *Client) cleanup(f func()) {
+	if !c.goFunc(f) && !c.ownsConn {
+		f()
+	}
 }
 
 // sessionTimeout is the negotiated session timeout if known, else the
@@ -635,8 +662,10 @@ func (c *Client) run() {
 			}
 		case ev, ok := <-events:
 			if !ok {
-				// The owner closed the wrapped connection.
+				// The owner closed the wrapped connection: its session and
+				// our nodes are gone, and nothing can be done any more.
 				c.transition(func() bool { return c.lose() })
+				c.closingOnce.Do(func() { close(c.closing) })
 				return
 			}
 			handle(ev)
@@ -827,6 +856,7 @@ type zkConn interface {
 	GetW(path string) ([]byte, *zk.Stat, <-chan zk.Event, error)
 	Exists(path string) (bool, *zk.Stat, error)
 	Delete(path string, version int32) error
+	Sync(path string) (string, error)
 	SessionID() int64
 }
 
@@ -866,10 +896,13 @@ func await[T any](c *Client, ctx context.Context, op func() (T, error), abandone
 		return r.v, r.err
 	case <-ctx.Done():
 		if abandoned != nil {
-			c.goFunc(func() {
+			late := func() {
 				r := <-ch
 				abandoned(r.v, r.err)
-			})
+			}
+			if !c.goFunc(late) {
+				late() // Close has begun: clean up before returning
+			}
 		}
 		return zero, ctx.Err()
 	}

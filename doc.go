@@ -36,7 +36,9 @@
 //
 // A cancelled, timed-out or failed Acquire deletes its node before it
 // returns, or, if the connection is down, keeps deleting it in the
-// background until it succeeds or the session ends. Lock parents are
+// background until it succeeds, the node is gone (its session ended), or
+// the Client closes (which, for a Client made by Connect, ends the session
+// and so deletes the node). Lock parents are
 // CONTAINER nodes that ZooKeeper removes once they are empty.
 //
 // # Errors

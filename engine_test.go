@@ -453,3 +453,40 @@ func TestIntegration_NewClientWithAuth(t *testing.T) {
 	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
 	bad.Close()
 }
+
+// Do releases when fn panics, and the panic goes on.
+func TestIntegration_DoReleasesOnPanic(t *testing.T) {
+	e := setup(t)
+	m := e.mutex(e.client(), "/do-panic")
+	func() {
+		defer func() { assert.Equal(t, "boom", recover()) }()
+		_ = m.Do(context.Background(), func(context.Context) error { panic("boom") })
+	}()
+	assert.False(t, m.IsAcquiredInThisProcess())
+	other := e.mutex(e.client(), "/do-panic")
+	h, err := other.TryAcquire(context.Background())
+	require.NoError(t, err, "the lock is free after the panic")
+	require.NoError(t, other.Release(h))
+}
+
+// The owner closes a wrapped connection: the Client stops at once instead
+// of retrying a connection that will never come back.
+func TestIntegration_WrappedConnClosedByOwner(t *testing.T) {
+	e := setup(t)
+	conn, events, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(quietLogger{}))
+	require.NoError(t, err)
+	c := zklock.NewClient(conn, events)
+	defer c.Close()
+	m, err := zklock.NewMutex(c, e.root+"/owner-closed")
+	require.NoError(t, err)
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, zklock.StateConnected, c.State(), "no replayed suspension")
+	conn.Close()
+	waitDone(t, h, 10*time.Second)
+	require.ErrorIs(t, context.Cause(h), zklock.ErrLockLost)
+	start := time.Now()
+	_, err = m.Acquire(context.Background())
+	require.ErrorIs(t, err, zklock.ErrClosed)
+	assert.Less(t, time.Since(start), 2*time.Second)
+}

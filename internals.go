@@ -74,7 +74,7 @@ func (li *lockInternals) acquire(ctx context.Context, data []byte, try bool, onR
 			return nil, snapshot{}, closedErr(err)
 		}
 		n := &lockNode{path: p, name: path.Base(p)}
-		snap, err := li.wait(ctx, n, try, onRevoke)
+		snap, err := li.waitOrClean(ctx, n, try, onRevoke)
 		if err == nil {
 			return n, snap, nil
 		}
@@ -93,6 +93,18 @@ func (li *lockInternals) acquire(ctx context.Context, data []byte, try bool, onR
 			return nil, snapshot{}, fmt.Errorf("lock node %s vanished and the retry policy gave up: %w", p, zk.ErrNoNode)
 		}
 	}
+}
+
+// relistAfterDelete reports whether the engine must list the children
+// again after the watched child is deleted, instead of dropping it from its
+// list. It must for a driver that says so, and for more than one lease:
+// the standard predicate then watches a node maxLeases places ahead, so
+// deletions between it and ours go unseen.
+func (li *lockInternals) relistAfterDelete(child string) bool {
+	if rl, ok := li.driver.(relister); ok {
+		return rl.relistAfterDelete(child)
+	}
+	return li.maxLeases > 1
 }
 
 // relister is implemented by internal drivers whose locks can gain a node
@@ -127,6 +139,20 @@ func (li *lockInternals) acquireAt(ctx context.Context, name string, data []byte
 	return n, c.snapshot(), nil
 }
 
+// waitOrClean is wait, deleting the node if a user callback (a Driver)
+// panics, before the panic goes on.
+func (li *lockInternals) waitOrClean(ctx context.Context, n *lockNode, try bool, onRevoke func()) (snapshot, error) {
+	done := false
+	defer func() {
+		if !done {
+			li.c.deleteNode(n.path)
+		}
+	}()
+	snap, err := li.wait(ctx, n, try, onRevoke)
+	done = true
+	return snap, err
+}
+
 // peek reports whether a node created now could get the lock at once.
 func (li *lockInternals) peek(ctx context.Context) (bool, error) {
 	children, err := li.sortedChildren(ctx)
@@ -149,6 +175,10 @@ func (li *lockInternals) peek(ctx context.Context) (bool, error) {
 // wait learns of those from the one node it watches at a time.
 func (li *lockInternals) wait(ctx context.Context, n *lockNode, try bool, onRevoke func()) (snapshot, error) {
 	c := li.c
+	// pre is taken before each read the verdict rests on: a grant stands
+	// only if nothing (a suspension, a new session) happened since, and the
+	// hold is measured against it, so a change after the last read ends it.
+	pre := c.snapshot()
 	if err := li.watchOwn(ctx, n, onRevoke); err != nil {
 		return snapshot{}, err
 	}
@@ -162,6 +192,7 @@ func (li *lockInternals) wait(ctx context.Context, n *lockNode, try bool, onRevo
 			return snapshot{}, err // a closing Client grants nothing more
 		}
 		if recheck {
+			pre = c.snapshot()
 			if err := li.checkOwn(ctx, n); err != nil {
 				if !retryable(err) {
 					return snapshot{}, err
@@ -183,19 +214,37 @@ func (li *lockInternals) wait(ctx context.Context, n *lockNode, try bool, onRevo
 			return snapshot{}, err
 		}
 		if res.Acquired {
-			snap := c.snapshot()
-			if snap.session != n.session && n.session != 0 {
+			select {
+			case ev := <-n.own: // an event on our node comes first
+				if err := li.ownEvent(ctx, n, ev, onRevoke); err != nil {
+					return snapshot{}, err
+				}
+				continue
+			default:
+			}
+			if err := ctx.Err(); err != nil {
+				return snapshot{}, err // ctx ended first: no grant
+			}
+			if pre.session != n.session && n.session != 0 {
 				return snapshot{}, errNodeGone
 			}
-			return snap, nil
+			if c.holdLost(pre) != nil {
+				recheck = true // suspended since the last read: look again
+				continue
+			}
+			return pre, nil
 		}
 		if try {
 			return snapshot{}, ErrLocked
 		}
+		if !slices.Contains(children, res.Watch) {
+			return snapshot{}, fmt.Errorf("driver asked to watch %q, which is not a child of %s: %w", res.Watch, li.basePath, ErrInvalidArgument)
+		}
 		stateCh := c.stateChanged()
+		pre = c.snapshot()
 		pred, err := c.watchNode(ctx, path.Join(li.basePath, res.Watch))
 		if errors.Is(err, zk.ErrNoNode) {
-			if rl, ok := li.driver.(relister); ok && rl.relistAfterDelete(res.Watch) {
+			if li.relistAfterDelete(res.Watch) {
 				// A node can appear ahead of ours in its place (a
 				// downgrade): look at the children again.
 				if children, err = li.sortedChildren(ctx); err != nil {
@@ -258,9 +307,19 @@ func (li *lockInternals) watchOwn(ctx context.Context, n *lockNode, onRevoke fun
 	if err != nil {
 		return err
 	}
-	n.czxid, n.own = g.stat.Czxid, g.ch
-	if n.session = g.stat.EphemeralOwner; n.session == 0 {
-		n.session = c.snapshot().session // a persistent node (custom driver)
+	if n.czxid != 0 {
+		// Watching again (after a data change): the token and owner were
+		// set once, before the node was granted, and are read without a
+		// lock. A different node under the same name is not ours.
+		if g.stat.Czxid != n.czxid {
+			return errNodeGone
+		}
+		n.own = g.ch
+	} else {
+		n.czxid, n.own = g.stat.Czxid, g.ch
+		if n.session = g.stat.EphemeralOwner; n.session == 0 {
+			n.session = c.snapshot().session // a persistent node (custom driver)
+		}
 	}
 	if onRevoke != nil && bytes.Equal(g.data, revokeMessage) {
 		onRevoke()
@@ -286,7 +345,10 @@ func (li *lockInternals) ownEvent(ctx context.Context, n *lockNode, ev zk.Event,
 func (li *lockInternals) checkOwn(ctx context.Context, n *lockNode) error {
 	c := li.c
 	st, err := retry(c, ctx, func() (*zk.Stat, error) {
-		_, st, err := c.zc.Exists(n.path)
+		ok, st, err := c.zc.Exists(n.path)
+		if err == nil && !ok {
+			st = nil
+		}
 		return st, err
 	})
 	if err != nil {
@@ -557,6 +619,11 @@ func (c *Client) createProtected(ctx context.Context, p string, data []byte, fla
 // findProtected lists parent for a child that starts with prefix. It
 // returns the child's path and ephemeral owner, or "" if there is none.
 func (c *Client) findProtected(ctx context.Context, parent, prefix string) (string, int64, error) {
+	// The create may have reached the leader while our server lags: sync
+	// first, so the listing cannot miss it.
+	if _, err := retry(c, ctx, func() (string, error) { return c.zc.Sync(parent) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return "", 0, err
+	}
 	children, err := retry(c, ctx, func() ([]string, error) {
 		ch, _, err := c.zc.Children(parent)
 		return ch, err
@@ -571,7 +638,10 @@ func (c *Client) findProtected(ctx context.Context, parent, prefix string) (stri
 		if strings.HasPrefix(ch, prefix) {
 			p := path.Join(parent, ch)
 			st, err := retry(c, ctx, func() (*zk.Stat, error) {
-				_, st, err := c.zc.Exists(p)
+				ok, st, err := c.zc.Exists(p)
+				if err == nil && !ok {
+					st = nil
+				}
 				return st, err
 			})
 			if err != nil {
@@ -589,7 +659,7 @@ func (c *Client) findProtected(ctx context.Context, parent, prefix string) (stri
 // findAndDelete deletes, in the background, the child of parent that starts
 // with prefix, if it exists: the node of a create whose outcome is unknown.
 func (c *Client) findAndDelete(parent, prefix string) {
-	c.goFunc(func() {
+	c.cleanup(func() {
 		c.untilDone(func() (bool, error) {
 			children, _, err := c.zc.Children(parent)
 			if errors.Is(err, zk.ErrNoNode) {
@@ -617,8 +687,9 @@ func (c *Client) mkdirs(ctx context.Context, parent string) error {
 	segs := strings.Split(parent[1:], "/")
 	for i := range segs {
 		p := "/" + strings.Join(segs[:i+1], "/")
+		acl := c.opts.acl(p)
 		_, err := retry(c, ctx, func() (string, error) {
-			return c.zc.CreateContainer(p, nil, zk.FlagContainer, c.opts.acl(p))
+			return c.zc.CreateContainer(p, nil, zk.FlagContainer, acl)
 		})
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("create parent %s: %w", p, err)
@@ -631,8 +702,8 @@ func (c *Client) mkdirs(ctx context.Context, parent string) error {
 // connection is up it deletes at once; if that fails on the network, or the
 // connection is down, the delete goes on in the background until it
 // succeeds, the node is gone, or the Client closes. It returns the error of
-// the attempt made at once, or nil when the node is gone or the delete was
-// handed to the background.
+// the attempt made at once, nil when it deleted the node or handed the
+// delete to the background, and zk.ErrNoNode when the node was already gone.
 func (c *Client) deleteNode(p string) error {
 	var err error
 	if s := c.State(); s == StateConnected || s == StateReconnected || s == StateClosed {
@@ -642,14 +713,14 @@ func (c *Client) deleteNode(p string) error {
 		}, nil)
 		cancel()
 		if err == nil || errors.Is(err, zk.ErrNoNode) {
-			return nil
+			return err
 		}
 		if !retryable(err) && !errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
 	}
 	c.log.Warn("zklock: delete continues in the background", "path", p, "err", err)
-	c.goFunc(func() {
+	c.cleanup(func() {
 		c.untilDone(func() (bool, error) {
 			err := c.zc.Delete(p, -1)
 			return err == nil || errors.Is(err, zk.ErrNoNode), err

@@ -246,9 +246,10 @@ func (m *Mutex) lose(h *hold, err error) {
 // Release gives up one hold carried by ctx. The last Release of a hold
 // cancels the hold's context with cause ErrReleased, then deletes the lock
 // node; if the delete fails on the network it goes on in the background
-// until it succeeds or the session ends, and Release returns nil. Release
-// returns an error wrapping ErrNotHeld if ctx carries no hold of m, and one
-// wrapping ErrLockLost if the hold was lost (clearing it).
+// until it succeeds, the node is gone, or the Client closes, and Release
+// returns nil. Release returns an error wrapping ErrNotHeld if ctx carries
+// no hold of m, and one wrapping ErrLockLost if the hold was lost (clearing
+// it), including a node found already gone.
 func (m *Mutex) Release(ctx context.Context) error {
 	h := m.holdOf(ctx)
 	if h == nil {
@@ -272,7 +273,12 @@ func (m *Mutex) Release(ctx context.Context) error {
 	close(h.stop)
 	m.mu.Unlock()
 	h.cancel(ErrReleased)
-	return m.c.deleteNode(h.node.path)
+	if err := m.c.deleteNode(h.node.path); errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("zklock: release %s: %w: node already gone", m.path, ErrLockLost)
+	} else if err != nil {
+		return fmt.Errorf("zklock: release %s: %w", m.path, err)
+	}
+	return nil
 }
 
 // IsAcquiredInThisProcess reports whether any context holds m.
@@ -329,6 +335,9 @@ func (m *Mutex) CheckOp(ctx context.Context) (*zk.CheckVersionRequest, error) {
 // [ReadWriteLock], the nodes of that side only. It is empty if the lock has
 // never been used or its parent has been reaped.
 func (m *Mutex) Participants(ctx context.Context) ([]string, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("zklock: participants %s: nil context: %w", m.path, ErrInvalidArgument)
+	}
 	children, err := m.li.sortedChildren(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("zklock: participants %s: %w", m.path, err)
@@ -347,7 +356,8 @@ func (m *Mutex) Participants(ctx context.Context) ([]string, error) {
 // process asks the holder of a node to release it (see [Revoke], or
 // Curator's Revoker), fn runs on its own goroutine. It also runs for a
 // request that arrives while an Acquire is still waiting. Revocation is
-// cooperative: fn decides whether to Release.
+// cooperative: fn decides whether to Release. Close waits for fn to return,
+// so fn must not call Close.
 func (m *Mutex) MakeRevocable(fn func(*Mutex)) {
 	m.mu.Lock()
 	m.revoke = fn
@@ -357,13 +367,20 @@ func (m *Mutex) MakeRevocable(fn func(*Mutex)) {
 // Do acquires m, runs fn with the hold's context, and releases. It returns
 // the error of Acquire, or else the errors of fn and Release, joined. A hold
 // lost while fn runs cancels fn's context and makes the Release error wrap
-// ErrLockLost.
+// ErrLockLost. If fn panics, Do releases and the panic goes on.
 func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	hctx, err := m.Acquire(ctx)
 	if err != nil {
 		return err
 	}
+	released := false
+	defer func() {
+		if !released { // fn panicked: release, then let the panic go on
+			_ = m.Release(hctx)
+		}
+	}()
 	ferr := fn(hctx)
+	released = true
 	rerr := m.Release(hctx)
 	switch {
 	case rerr == nil:

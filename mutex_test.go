@@ -486,6 +486,10 @@ func TestIntegration_BadInput(t *testing.T) {
 		{"specials", mutex("/a\ufff5"), zklock.ErrInvalidPath, "U+FFF5"},
 		{"invalid UTF-8", mutex("/a\xff"), zklock.ErrInvalidPath, "UTF-8"},
 		{"reserved subtree", mutex("/zookeeper/x"), zklock.ErrInvalidPath, "/zookeeper/x"},
+		{"beyond the BMP", mutex("/a\U0001F600"), zklock.ErrInvalidPath, "U+1F600"},
+		{"participants nil context", func() error { _, err := m.Participants(nil); return err }(), zklock.ErrInvalidArgument, "/bad"}, //nolint:staticcheck // nil ctx on purpose
+		{"revoke nil context", zklock.Revoke(nil, c, "/a"), zklock.ErrInvalidArgument, "/a"},                                          //nolint:staticcheck // nil ctx on purpose
+		{"nil zk option", connect(e.servers, zklock.WithZKOptions(nil)), zklock.ErrInvalidArgument, "zk option"},
 		{"oversized lock data", mutex("/a", zklock.WithLockData(make([]byte, 2<<20))), zklock.ErrInvalidArgument, "/a"},
 		{"nil driver", mutex("/a", zklock.WithDriver(nil)), zklock.ErrInvalidArgument, "/a"},
 		{"nil lock option", mutex("/a", nil), zklock.ErrInvalidArgument, "/a"},

@@ -37,7 +37,8 @@ func pathProblem(p string) string {
 		switch {
 		case r == 0:
 			return "null character"
-		case r < 0x20, r >= 0x7f && r <= 0x9f, r >= 0xd800 && r <= 0xf8ff, r >= 0xfff0 && r <= 0xffff:
+		case r < 0x20, r >= 0x7f && r <= 0x9f, r >= 0xd800 && r <= 0xf8ff, r >= 0xfff0:
+			// Above U+FFFF Java sees surrogates, which ZooKeeper refuses.
 			return fmt.Sprintf("invalid character %U", r)
 		}
 	}

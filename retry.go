@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -33,7 +34,11 @@ func (p ExponentialBackoff) AllowRetry(retries int, _ time.Duration) (time.Durat
 	if retries >= min(p.MaxRetries, 29) {
 		return 0, false
 	}
-	wait := p.Base * time.Duration(max(1, rand.IntN(1<<(retries+1))))
+	n := time.Duration(max(1, rand.IntN(1<<(retries+1))))
+	wait := p.Base * n
+	if p.Base > 0 && wait/n != p.Base { // overflow
+		wait = time.Duration(math.MaxInt64)
+	}
 	if p.MaxSleep > 0 && wait > p.MaxSleep {
 		wait = p.MaxSleep
 	}

@@ -14,8 +14,8 @@ import (
 // [Mutex.MakeRevocable], in Go or Java, are told; revocation is cooperative.
 // Revoking a node that no longer exists is not an error.
 func Revoke(ctx context.Context, c *Client, nodePath string) error {
-	if c == nil {
-		return fmt.Errorf("zklock: revoke %s: nil Client: %w", nodePath, ErrInvalidArgument)
+	if c == nil || ctx == nil {
+		return fmt.Errorf("zklock: revoke %s: nil Client or context: %w", nodePath, ErrInvalidArgument)
 	}
 	if err := c.usable(); err != nil {
 		return fmt.Errorf("zklock: revoke %s: %w", nodePath, err)

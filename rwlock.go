@@ -90,6 +90,10 @@ func (rwDriver) relistAfterDelete(child string) bool {
 // sorts before it, and otherwise waits for the first write node.
 type readDriver struct{ StandardDriver }
 
+// relistAfterDelete: no node can appear before a reader that matters to it
+// (a downgrade adds a reader), and it watches the first writer itself.
+func (readDriver) relistAfterDelete(string) bool { return false }
+
 // SortKey orders read and write nodes together by sequence.
 func (readDriver) SortKey(child, _ string) string { return rwSortKey(child) }
 

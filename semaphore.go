@@ -117,6 +117,9 @@ func (s *Semaphore) ReturnAll(leases []*Lease) error {
 // Participants returns the names of the lease nodes in sequence order. It
 // is empty if the semaphore has never been used (where Curator throws).
 func (s *Semaphore) Participants(ctx context.Context) ([]string, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("zklock: semaphore %s participants: nil context: %w", s.path, ErrInvalidArgument)
+	}
 	children, err := retry(s.c, ctx, func() ([]string, error) {
 		ch, _, err := s.c.zc.Children(s.leases)
 		return ch, err
@@ -273,8 +276,8 @@ func (l *Lease) lose(err error) {
 }
 
 // Release returns the lease: it deletes the lease node (in the background
-// if the delete fails on the network, until it succeeds or the session
-// ends) and closes Done. It is idempotent: later calls return nil. It
+// if the delete fails on the network, until it succeeds, the node is gone,
+// or the Client closes) and closes Done. It is idempotent: later calls return nil. It
 // returns an error wrapping ErrLockLost if the lease had been lost.
 func (l *Lease) Release() error {
 	l.mu.Lock()
@@ -288,7 +291,12 @@ func (l *Lease) Release() error {
 	close(l.stop)
 	close(l.done)
 	l.mu.Unlock()
-	return l.s.c.deleteNode(l.node.path)
+	if err := l.s.c.deleteNode(l.node.path); errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("zklock: lease %s: %w: node already gone", l.Path(), ErrLockLost)
+	} else if err != nil {
+		return fmt.Errorf("zklock: lease %s: %w", l.Path(), err)
+	}
+	return nil
 }
 
 // Node returns the name of the lease node.
