@@ -3,7 +3,31 @@
 # Installs Debian's zookeeper package (and a Java runtime) when running as
 # root with apt; otherwise says exactly what to install. Nothing is needed
 # when ZK_SERVERS names an external ensemble or ZOOKEEPER_HOME a server.
+# Also installs Apache Curator (libcurator-recipes-java) for the Java
+# interop tests (integration_test/interop) the same way; those are the
+# only tests that need it, so a missing Curator is reported, never fatal.
 set -euo pipefail
+
+have_curator() {
+	[ -f /usr/share/java/curator-recipes.jar ]
+}
+
+if ! have_curator; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "ensure-deps: installing Debian packages: libcurator-recipes-java"
+		if ! { apt-get update -qq &&
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libcurator-recipes-java >/dev/null; }; then
+			echo "ensure-deps: could not install libcurator-recipes-java" >&2
+		fi
+	fi
+	if ! have_curator; then
+		cat >&2 <<MSG
+ensure-deps: Apache Curator not found (/usr/share/java/curator-recipes.jar): the
+Java interop tests (integration_test/interop) will skip, or fail when CI is set.
+To run them: sudo apt-get install libcurator-recipes-java (and a JDK for javac)
+MSG
+	fi
+fi
 
 have_zk() {
 	[ -n "${ZK_SERVERS:-}" ] && return 0
