@@ -256,7 +256,9 @@ func buildOptions(opts []Option) options {
 	return o
 }
 
-// localAddress is Curator's default node data: the host's address.
+// localAddress is the default node data: the host's first non-loopback
+// IPv4 address. Curator's default is close (InetAddress.getLocalHost(),
+// which may resolve to a loopback address); only humans read it.
 func localAddress() []byte {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {

@@ -9,20 +9,22 @@
 set -euo pipefail
 
 have_curator() {
-	[ -f /usr/share/java/curator-recipes.jar ]
+	[ -f /usr/share/java/curator-recipes.jar ] && command -v javac >/dev/null 2>&1
 }
 
 if ! have_curator; then
+	interop="libcurator-recipes-java"
+	command -v javac >/dev/null 2>&1 || interop="$interop default-jdk-headless"
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-		echo "ensure-deps: installing Debian packages: libcurator-recipes-java"
+		echo "ensure-deps: installing Debian packages: $interop"
 		if ! { apt-get update -qq &&
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libcurator-recipes-java >/dev/null; }; then
-			echo "ensure-deps: could not install libcurator-recipes-java" >&2
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $interop >/dev/null; }; then
+			echo "ensure-deps: could not install $interop" >&2
 		fi
 	fi
 	if ! have_curator; then
 		cat >&2 <<MSG
-ensure-deps: Apache Curator not found (/usr/share/java/curator-recipes.jar): the
+ensure-deps: Apache Curator or javac not found (/usr/share/java/curator-recipes.jar): the
 Java interop tests (integration_test/interop) will skip, or fail when CI is set.
 To run them: sudo apt-get install libcurator-recipes-java (and a JDK for javac)
 MSG
