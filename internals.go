@@ -344,13 +344,7 @@ func (li *lockInternals) ownEvent(ctx context.Context, n *lockNode, ev zk.Event,
 // checkOwn confirms after a reconnect that n still exists in our session.
 func (li *lockInternals) checkOwn(ctx context.Context, n *lockNode) error {
 	c := li.c
-	st, err := retry(c, ctx, func() (*zk.Stat, error) {
-		ok, st, err := c.zc.Exists(n.path)
-		if err == nil && !ok {
-			st = nil
-		}
-		return st, err
-	})
+	st, err := c.stat(ctx, n.path)
 	if err != nil {
 		return err
 	}
@@ -616,6 +610,18 @@ func (c *Client) createProtected(ctx context.Context, p string, data []byte, fla
 	}
 }
 
+// stat returns the Stat of the node at p, or nil if it does not exist.
+// (go-zookeeper's Exists returns a zero Stat for a missing node.)
+func (c *Client) stat(ctx context.Context, p string) (*zk.Stat, error) {
+	return retry(c, ctx, func() (*zk.Stat, error) {
+		ok, st, err := c.zc.Exists(p)
+		if err == nil && !ok {
+			st = nil
+		}
+		return st, err
+	})
+}
+
 // findProtected lists parent for a child that starts with prefix. It
 // returns the child's path and ephemeral owner, or "" if there is none.
 func (c *Client) findProtected(ctx context.Context, parent, prefix string) (string, int64, error) {
@@ -637,13 +643,7 @@ func (c *Client) findProtected(ctx context.Context, parent, prefix string) (stri
 	for _, ch := range children {
 		if strings.HasPrefix(ch, prefix) {
 			p := path.Join(parent, ch)
-			st, err := retry(c, ctx, func() (*zk.Stat, error) {
-				ok, st, err := c.zc.Exists(p)
-				if err == nil && !ok {
-					st = nil
-				}
-				return st, err
-			})
+			st, err := c.stat(ctx, p)
 			if err != nil {
 				return "", 0, err
 			}

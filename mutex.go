@@ -93,10 +93,35 @@ func WithDriver(d Driver) LockOption {
 // wrapping ErrInvalidArgument for a nil or misconfigured Client or an
 // invalid option, and ErrInvalidPath for a bad path.
 func NewMutex(c *Client, path string, opts ...LockOption) (*Mutex, error) {
-	return newMutex(c, path, "lock-", 1, opts)
+	o, err := parseLockOptions("lock", path, opts, true)
+	if err != nil {
+		return nil, err
+	}
+	return newMutex(c, path, "lock-", 1, o)
 }
 
-func newMutex(c *Client, path, lockName string, maxLeases int, opts []LockOption) (*Mutex, error) {
+// parseLockOptions applies opts for the recipe kind on path. A recipe whose
+// predicates are its definition refuses a Driver (allowDriver false).
+func parseLockOptions(kind, path string, opts []LockOption, allowDriver bool) (lockOptions, error) {
+	var o lockOptions
+	for _, opt := range opts {
+		if opt == nil {
+			return o, fmt.Errorf("zklock: %s %s: nil LockOption: %w", kind, path, ErrInvalidArgument)
+		}
+		opt(&o)
+	}
+	if o.err == nil && o.driver != nil && !allowDriver {
+		o.err = fmt.Errorf("a Driver cannot be set: %w", ErrInvalidArgument)
+	}
+	if o.err != nil {
+		return o, fmt.Errorf("zklock: %s %s: %w", kind, path, o.err)
+	}
+	return o, nil
+}
+
+// newMutex makes a Mutex from parsed options; a nil driver means
+// StandardDriver.
+func newMutex(c *Client, path, lockName string, maxLeases int, o lockOptions) (*Mutex, error) {
 	if c == nil {
 		return nil, fmt.Errorf("zklock: lock %s: nil Client: %w", path, ErrInvalidArgument)
 	}
@@ -106,15 +131,8 @@ func newMutex(c *Client, path, lockName string, maxLeases int, opts []LockOption
 	if err := validatePath(path); err != nil {
 		return nil, err
 	}
-	o := lockOptions{driver: StandardDriver{}}
-	for _, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("zklock: lock %s: nil LockOption: %w", path, ErrInvalidArgument)
-		}
-		opt(&o)
-	}
-	if o.err != nil {
-		return nil, fmt.Errorf("zklock: lock %s: %w", path, o.err)
+	if o.driver == nil {
+		o.driver = StandardDriver{}
 	}
 	return &Mutex{
 		c:     c,

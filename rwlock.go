@@ -39,21 +39,17 @@ type ReadWriteLock struct {
 // ErrInvalidArgument, because the read/write predicates are the lock's
 // definition. It does no I/O.
 func NewReadWriteLock(c *Client, path string, opts ...LockOption) (*ReadWriteLock, error) {
-	probe := lockOptions{}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&probe)
-		}
-	}
-	if probe.driver != nil {
-		return nil, fmt.Errorf("zklock: read/write lock %s: a Driver cannot be set: %w", path, ErrInvalidArgument)
-	}
-	rw := &ReadWriteLock{}
-	var err error
-	if rw.write, err = newMutex(c, path, writeLockName, 1, append(opts[:len(opts):len(opts)], WithDriver(rwDriver{}))); err != nil {
+	o, err := parseLockOptions("read/write lock", path, opts, false)
+	if err != nil {
 		return nil, err
 	}
-	if rw.read, err = newMutex(c, path, readLockName, math.MaxInt32, append(opts[:len(opts):len(opts)], WithDriver(readDriver{}))); err != nil {
+	rw := &ReadWriteLock{}
+	o.driver = rwDriver{}
+	if rw.write, err = newMutex(c, path, writeLockName, 1, o); err != nil {
+		return nil, err
+	}
+	o.driver = readDriver{}
+	if rw.read, err = newMutex(c, path, readLockName, math.MaxInt32, o); err != nil {
 		return nil, err
 	}
 	rw.write.rw, rw.read.rw = rw, rw

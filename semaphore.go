@@ -52,18 +52,9 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 	if maxLeases < 1 {
 		return nil, fmt.Errorf("zklock: semaphore %s: maxLeases %d must be positive: %w", path, maxLeases, ErrInvalidArgument)
 	}
-	o := lockOptions{}
-	for _, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("zklock: semaphore %s: nil LockOption: %w", path, ErrInvalidArgument)
-		}
-		opt(&o)
-	}
-	if o.err == nil && o.driver != nil {
-		o.err = fmt.Errorf("a Driver cannot be set: %w", ErrInvalidArgument)
-	}
-	if o.err != nil {
-		return nil, fmt.Errorf("zklock: semaphore %s: %w", path, o.err)
+	o, err := parseLockOptions("semaphore", path, opts, false)
+	if err != nil {
+		return nil, err
 	}
 	lockPath := strings.TrimSuffix(path, "/") + "/locks"
 	lock, err := NewMutex(c, lockPath)
