@@ -5,13 +5,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
 	"github.com/zklock/zklock"
 )
 
@@ -78,74 +75,6 @@ func TestStandardDriver_ForeignChildren(t *testing.T) {
 	assert.Equal(t, zklock.PredicateResult{Watch: "0"}, got)
 }
 
-// Protected and unprotected nodes (Curator, go-zk's zk.Lock) sort together
-// by sequence, and equal keys keep their listing order.
-func TestSortChildren_MixedAndStable(t *testing.T) {
-	children := []string{
-		uuidA + "lock-0000000010",
-		"lock-0000000002",
-		"_c_0123456789abcdef0123456789abcdef-lock-0000000005", // go-zk's format
-		uuidB + "lock-0000000001",
-		"x-lock-0000000005",
-	}
-	zklock.SortChildren(children, "lock-", zklock.StandardDriver{})
-	assert.Equal(t, []string{
-		uuidB + "lock-0000000001",
-		"lock-0000000002",
-		"_c_0123456789abcdef0123456789abcdef-lock-0000000005",
-		"x-lock-0000000005",
-		uuidA + "lock-0000000010",
-	}, children)
-}
-
-func TestCompareUTF16(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
-		{"a", "b", -1}, {"b", "a", 1}, {"a", "a", 0}, {"a", "ab", -1}, {"", "a", -1},
-		{"0000000001", "0000000002", -1},
-		{"\uffff", "\U00010000", 1}, // Java: U+FFFF (FFFF) > U+10000 (D800 DC00)
-		{"\ue000", "\U0001F600", 1}, // U+E000 > a surrogate pair
-		{"\u00e9", "\u00ea", -1},
-		{"x\U0001F600", "x\uff00", -1},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, sign(zklock.CompareUTF16(tt.a, tt.b)), "%q vs %q", tt.a, tt.b)
-	}
-}
-
-func sign(n int) int {
-	switch {
-	case n < 0:
-		return -1
-	case n > 0:
-		return 1
-	}
-	return 0
-}
-
-// javaCompare is the reference: compare UTF-16 code units.
-func javaCompare(a, b string) int {
-	return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
-}
-
-func FuzzCompareUTF16(f *testing.F) {
-	f.Add("lock-0000000001", "lock-0000000002")
-	f.Add("\uffff", "\U00010000")
-	f.Add("", "\x00")
-	f.Add("a\u00e9", "a\U0001F600")
-	f.Fuzz(func(t *testing.T, a, b string) {
-		if !utf8.ValidString(a) || !utf8.ValidString(b) {
-			zklock.CompareUTF16(a, b) // must not panic
-			return
-		}
-		if got, want := sign(zklock.CompareUTF16(a, b)), sign(javaCompare(a, b)); got != want {
-			t.Fatalf("compare(%q, %q) = %d, want %d", a, b, got, want)
-		}
-	})
-}
-
 // The driver never panics on any listing, and its verdict agrees with the
 // position of the node in the sorted listing.
 func FuzzGetsTheLock(f *testing.F) {
@@ -179,57 +108,4 @@ func FuzzGetsTheLock(f *testing.F) {
 			t.Fatalf("watch %q is not a child", res.Watch)
 		}
 	})
-}
-
-func TestProtectedNames(t *testing.T) {
-	for range 100 {
-		id := zklock.NewUUIDForTest()
-		require.Len(t, id, 36)
-		assert.Equal(t, strings.ToLower(id), id)
-		assert.Equal(t, byte('4'), id[14], "version 4")
-		assert.Contains(t, "89ab", string(id[19]), "RFC 4122 variant")
-		assert.True(t, zklock.IsProtected("_c_"+id+"-lock-0000000001"))
-	}
-	assert.False(t, zklock.IsProtected("_c_"+strings.Repeat("a", 36)+"-lock-"))
-	assert.False(t, zklock.IsProtected("lock-0000000001"))
-	assert.False(t, zklock.IsProtected("_c_0123456789abcdef0123456789abcdef-lock-0000000005"))
-	assert.False(t, zklock.IsProtected(uuidA))
-}
-
-func TestRetryPolicies(t *testing.T) {
-	eb := zklock.ExponentialBackoff{Base: 10e6, MaxRetries: 2, MaxSleep: 25e6}
-	for i := 0; i < 2; i++ {
-		w, ok := eb.AllowRetry(i, 0)
-		require.True(t, ok)
-		assert.True(t, w >= 10e6 && w <= 25e6, "wait %v", w)
-	}
-	_, ok := eb.AllowRetry(2, 0)
-	assert.False(t, ok)
-
-	n := zklock.RetryNTimes{N: 1, Sleep: 5}
-	w, ok := n.AllowRetry(0, 0)
-	assert.True(t, ok)
-	assert.EqualValues(t, 5, w)
-	_, ok = n.AllowRetry(1, 0)
-	assert.False(t, ok)
-
-	u := zklock.RetryUntilElapsed{Max: 100, Sleep: 7}
-	_, ok = u.AllowRetry(50, 99)
-	assert.True(t, ok)
-	_, ok = u.AllowRetry(0, 100)
-	assert.False(t, ok)
-}
-
-func TestStringers(t *testing.T) {
-	names := map[zklock.ConnectionState]string{
-		zklock.StateConnected: "Connected", zklock.StateSuspended: "Suspended",
-		zklock.StateReconnected: "Reconnected", zklock.StateLost: "Lost", zklock.StateClosed: "Closed",
-		zklock.ConnectionState(42): "ConnectionState(42)",
-	}
-	for s, want := range names {
-		assert.Equal(t, want, s.String())
-	}
-	assert.Equal(t, "StandardPolicy", zklock.StandardPolicy.String())
-	assert.Equal(t, "SessionPolicy", zklock.SessionPolicy.String())
-	assert.Equal(t, "ErrorPolicy(9)", zklock.ErrorPolicy(9).String())
 }

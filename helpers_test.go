@@ -1,15 +1,16 @@
 package zklock_test
 
 import (
+	"bytes"
 	"context"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
-
 	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/internal/zktest"
 )
@@ -168,3 +169,96 @@ func waitState(t *testing.T, c *zklock.Client, d time.Duration, states ...zklock
 		return false
 	}, d, 5*time.Millisecond, "client state %v, want one of %v", c.State(), states)
 }
+
+// faultConn wraps the real connection of a Client and injects failures the
+// way a flaky network would: an operation that reached the server but whose
+// response was lost, or one that failed before it got there. Every
+// operation still runs against the real server.
+type faultConn struct {
+	zklock.ZKConn
+	mu          sync.Mutex
+	create      func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) // guarded by mu; nil passes through
+	deleteFails int                                                                                        // guarded by mu; deletes still to fail
+	listFails   int                                                                                        // guarded by mu; children listings still to fail
+	creates     atomic.Int32
+}
+
+func (f *faultConn) Create(p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	f.creates.Add(1)
+	f.mu.Lock()
+	hook := f.create
+	f.mu.Unlock()
+	if hook != nil {
+		return hook(f.ZKConn, p, data, flags, acl)
+	}
+	return f.ZKConn.Create(p, data, flags, acl)
+}
+
+func (f *faultConn) Delete(p string, version int32) error {
+	f.mu.Lock()
+	fail := f.deleteFails > 0
+	if fail {
+		f.deleteFails--
+	}
+	f.mu.Unlock()
+	if fail {
+		return zk.ErrConnectionClosed
+	}
+	return f.ZKConn.Delete(p, version)
+}
+
+func (f *faultConn) Children(p string) ([]string, *zk.Stat, error) {
+	f.mu.Lock()
+	fail := f.listFails > 0
+	if fail {
+		f.listFails--
+	}
+	f.mu.Unlock()
+	if fail {
+		return nil, nil, zk.ErrConnectionClosed
+	}
+	return f.ZKConn.Children(p)
+}
+
+func (f *faultConn) setCreate(hook func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error)) {
+	f.mu.Lock()
+	f.create = hook
+	f.mu.Unlock()
+}
+
+// faultClient connects a Client whose connection f wraps.
+func (e *env) faultClient(opts ...zklock.Option) (*zklock.Client, *faultConn) {
+	f := &faultConn{}
+	c := e.client(append(opts, zklock.WithConnWrapper(func(real zklock.ZKConn) zklock.ZKConn {
+		f.ZKConn = real
+		return f
+	}))...)
+	return c, f
+}
+
+// lostResponse creates the node for real, then reports a connection loss,
+// once; later creates pass through.
+func lostResponse(f *faultConn) func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	return func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+		f.setCreate(nil)
+		if _, err := real.Create(p, data, flags, acl); err != nil {
+			return "", err
+		}
+		return "", zk.ErrConnectionClosed
+	}
+}
+
+type syncWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}

@@ -42,51 +42,6 @@ type Mutex struct {
 	revoke func(*Mutex)       // revocation callback, nil if not revocable
 }
 
-// hold is one participant's ownership of a Mutex.
-type hold struct {
-	node   *lockNode               // written once before the hold is published
-	ctx    context.Context         // the hold context; carries the hold
-	cancel context.CancelCauseFunc // ends ctx
-	stop   chan struct{}           // closed when the hold ends; stops the monitor
-
-	count int   // guarded by Mutex.mu; Releases still owed
-	lost  error // guarded by Mutex.mu; why the hold was lost, nil while it stands
-}
-
-// holdKey finds a Mutex's hold in a context.
-type holdKey struct{ m *Mutex }
-
-// LockOption configures a lock recipe.
-type LockOption func(*lockOptions)
-
-type lockOptions struct {
-	data   []byte // default nil: the Client's node data
-	driver Driver // default StandardDriver
-	err    error  // first invalid option
-}
-
-// WithLockData sets the data of the lock's nodes, instead of the Client's
-// default node data.
-func WithLockData(data []byte) LockOption {
-	return func(o *lockOptions) {
-		if len(data) > maxNodeData && o.err == nil {
-			o.err = fmt.Errorf("lock data of %d bytes exceeds %d: %w", len(data), maxNodeData, ErrInvalidArgument)
-		}
-		o.data = append([]byte{}, data...)
-	}
-}
-
-// WithDriver replaces the predicate engine, as Curator's LockInternalsDriver
-// does. See [Driver] for what the engine expects of it.
-func WithDriver(d Driver) LockOption {
-	return func(o *lockOptions) {
-		if d == nil && o.err == nil {
-			o.err = fmt.Errorf("nil Driver: %w", ErrInvalidArgument)
-		}
-		o.driver = d
-	}
-}
-
 // NewMutex returns a Mutex on path, which is relative to the Client's
 // namespace and must satisfy ZooKeeper's path rules. It does no I/O: the
 // lock's parent nodes are created on the first Acquire. It returns an error
@@ -98,25 +53,6 @@ func NewMutex(c *Client, path string, opts ...LockOption) (*Mutex, error) {
 		return nil, err
 	}
 	return newMutex(c, path, "lock-", 1, o)
-}
-
-// parseLockOptions applies opts for the recipe kind on path. A recipe whose
-// predicates are its definition refuses a Driver (allowDriver false).
-func parseLockOptions(kind, path string, opts []LockOption, allowDriver bool) (lockOptions, error) {
-	var o lockOptions
-	for _, opt := range opts {
-		if opt == nil {
-			return o, fmt.Errorf("zklock: %s %s: nil LockOption: %w", kind, path, ErrInvalidArgument)
-		}
-		opt(&o)
-	}
-	if o.err == nil && o.driver != nil && !allowDriver {
-		o.err = fmt.Errorf("a Driver cannot be set: %w", ErrInvalidArgument)
-	}
-	if o.err != nil {
-		return o, fmt.Errorf("zklock: %s %s: %w", kind, path, o.err)
-	}
-	return o, nil
 }
 
 // newMutex makes a Mutex from parsed options; a nil driver means

@@ -14,7 +14,6 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
 	"github.com/zklock/zklock"
 )
 
@@ -141,74 +140,6 @@ func TestIntegration_MutexNodeFormat(t *testing.T) {
 	assert.NotEmpty(t, data, "default node data is the host address")
 }
 
-func TestIntegration_MutexCancelledAcquireLeavesNoNode(t *testing.T) {
-	e := setup(t)
-	holder := e.mutex(e.client(), "/cancel")
-	waiter := e.mutex(e.client(), "/cancel")
-	bg := context.Background()
-	h, err := holder.Acquire(bg)
-	require.NoError(t, err)
-
-	t.Run("timeout", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
-		defer cancel()
-		_, err := waiter.Acquire(ctx)
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.Len(t, e.children(e.root+"/cancel"), 1)
-	})
-	t.Run("cancel", func(t *testing.T) {
-		ctx, cancel := context.WithCancelCause(bg)
-		got := acquireAsync(ctx, waiter)
-		waitParticipants(t, holder, 2)
-		cancel(errors.New("caller gave up"))
-		a := await(t, got, 10*time.Second)
-		require.ErrorIs(t, a.err, context.Canceled)
-		assert.ErrorContains(t, a.err, "caller gave up")
-		assert.Len(t, e.children(e.root+"/cancel"), 1)
-	})
-	t.Run("try", func(t *testing.T) {
-		_, err := waiter.TryAcquire(bg)
-		require.ErrorIs(t, err, zklock.ErrLocked)
-		assert.Len(t, e.children(e.root+"/cancel"), 1)
-	})
-	t.Run("done before start", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(bg)
-		cancel()
-		_, err := waiter.Acquire(ctx)
-		require.ErrorIs(t, err, context.Canceled)
-	})
-	require.NoError(t, holder.Release(h))
-	// The queue is not blocked by anything the waiters left.
-	h2, err := waiter.TryAcquire(bg)
-	require.NoError(t, err)
-	require.NoError(t, waiter.Release(h2))
-}
-
-// Many waiters give up on one long-held lock; the one ZooKeeper watch
-// they share is enough, and the lock is still handed over in order.
-func TestIntegration_MutexManyAbandonedWaits(t *testing.T) {
-	e := setup(t)
-	holder := e.mutex(e.client(), "/abandon")
-	c := e.client()
-	waiter := e.mutex(c, "/abandon")
-	bg := context.Background()
-	h, err := holder.Acquire(bg)
-	require.NoError(t, err)
-	for range 50 {
-		ctx, cancel := context.WithTimeout(bg, 5*time.Millisecond)
-		_, err := waiter.Acquire(ctx)
-		cancel()
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-	}
-	assert.Len(t, e.children(e.root+"/abandon"), 1, "no node left by the abandoned waits")
-	got := acquireAsync(bg, waiter)
-	waitParticipants(t, holder, 2)
-	require.NoError(t, holder.Release(h))
-	a := await(t, got, 10*time.Second)
-	require.NoError(t, a.err)
-	require.NoError(t, waiter.Release(a.ctx))
-}
-
 func TestIntegration_MutexReleaseErrors(t *testing.T) {
 	e := setup(t)
 	m := e.mutex(e.client(), "/release")
@@ -242,6 +173,35 @@ func TestIntegration_MutexDo(t *testing.T) {
 	require.NoError(t, m.Do(context.Background(), func(context.Context) error { return nil }))
 }
 
+// A hold lost while Do's fn runs cancels fn's context, and Do reports both
+// fn's error and the loss.
+func TestIntegration_DoReportsLoss(t *testing.T) {
+	e := setup(t)
+	m := e.mutex(e.client(), "/do-lost")
+	err := m.Do(context.Background(), func(ctx context.Context) error {
+		require.NoError(t, e.admin.Delete(m.LockPath(ctx), -1))
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, zklock.ErrLockLost)
+}
+
+// Do releases when fn panics, and the panic goes on.
+func TestIntegration_DoReleasesOnPanic(t *testing.T) {
+	e := setup(t)
+	m := e.mutex(e.client(), "/do-panic")
+	func() {
+		defer func() { assert.Equal(t, "boom", recover()) }()
+		_ = m.Do(context.Background(), func(context.Context) error { panic("boom") })
+	}()
+	assert.False(t, m.IsAcquiredInThisProcess())
+	other := e.mutex(e.client(), "/do-panic")
+	h, err := other.TryAcquire(context.Background())
+	require.NoError(t, err, "the lock is free after the panic")
+	require.NoError(t, other.Release(h))
+}
+
 func TestIntegration_MutexFencing(t *testing.T) {
 	e := setup(t)
 	m1 := e.mutex(e.client(), "/fence")
@@ -271,177 +231,6 @@ func TestIntegration_MutexFencing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, fmt.Sprint(last), string(data))
 }
-
-// Someone deletes the holder's node: the hold context is cancelled with
-// ErrLockLost, guarded writes fail, and Release reports the loss.
-func TestIntegration_MutexNodeDeletedBySomeoneElse(t *testing.T) {
-	e := setup(t)
-	m := e.mutex(e.client(), "/deleted")
-	h, err := m.Acquire(context.Background())
-	require.NoError(t, err)
-	op, err := m.CheckOp(h)
-	require.NoError(t, err)
-	require.NoError(t, e.admin.Delete(m.LockPath(h), -1))
-	waitDone(t, h, 10*time.Second)
-	require.ErrorIs(t, context.Cause(h), zklock.ErrLockLost)
-	assert.False(t, m.IsOwnedBy(h))
-	assert.False(t, m.IsAcquiredInThisProcess())
-	_, err = e.admin.Multi(op, &zk.SetDataRequest{Path: e.root, Data: nil, Version: -1})
-	require.ErrorIs(t, err, zk.ErrNoNode)
-	_, err = m.Token(h)
-	require.ErrorIs(t, err, zklock.ErrLockLost)
-	require.ErrorIs(t, m.Release(h), zklock.ErrLockLost)
-	require.ErrorIs(t, m.Release(h), zklock.ErrNotHeld)
-}
-
-func TestIntegration_MutexNamespace(t *testing.T) {
-	e := setup(t)
-	ns := strings.TrimPrefix(e.root, "/") + "/ns"
-	c := e.client(zklock.WithNamespace(ns))
-	m, err := zklock.NewMutex(c, "/a/b")
-	require.NoError(t, err)
-	h, err := m.Acquire(context.Background())
-	require.NoError(t, err)
-	lp := m.LockPath(h)
-	assert.True(t, strings.HasPrefix(lp, "/a/b/_c_"), lp)
-	ok, _, err := e.admin.Exists(e.root + "/ns" + lp)
-	require.NoError(t, err)
-	assert.True(t, ok, "the node lives under the namespace")
-	parts, err := m.Participants(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, []string{lp}, parts)
-	op, err := m.CheckOp(h)
-	require.NoError(t, err)
-	assert.Equal(t, e.root+"/ns"+lp, op.Path, "CheckOp carries the full path")
-	_, err = c.Conn().Multi(op)
-	require.NoError(t, err)
-
-	// Revoke takes the relative path too.
-	revoked := make(chan struct{})
-	m2, err := zklock.NewMutex(c, "/a/b")
-	require.NoError(t, err)
-	m2.MakeRevocable(func(*zklock.Mutex) { close(revoked) })
-	got := acquireAsync(context.Background(), m2)
-	parts = waitParticipants(t, m, 2)
-	require.NoError(t, zklock.Revoke(context.Background(), c, parts[1]))
-	select {
-	case <-revoked:
-	case <-time.After(10 * time.Second):
-		t.Fatal("revocation not delivered to a waiter")
-	}
-	require.NoError(t, m.Release(h))
-	a := await(t, got, 10*time.Second)
-	require.NoError(t, a.err)
-	require.NoError(t, m2.Release(a.ctx))
-	require.NoError(t, zklock.Revoke(context.Background(), c, parts[1]), "a missing node is not an error")
-}
-
-func TestIntegration_MutexACLProvider(t *testing.T) {
-	e := setup(t)
-	secret := zk.DigestACL(zk.PermAll, "owner", "s3cret")
-	acl := append(secret, zk.WorldACL(zk.PermRead)...)
-	var asked sync.Map
-	c := e.client(
-		zklock.WithAuth("digest", []byte("owner:s3cret")),
-		zklock.WithACL(func(p string) []zk.ACL { asked.Store(p, true); return acl }),
-	)
-	m, err := zklock.NewMutex(c, e.root+"/acl/x")
-	require.NoError(t, err)
-	h, err := m.Acquire(context.Background())
-	require.NoError(t, err)
-	// ZooKeeper masks digests for readers without ADMIN permission, so
-	// compare schemes, users and permissions.
-	masked := func(acl []zk.ACL) []string {
-		var out []string
-		for _, a := range acl {
-			out = append(out, fmt.Sprintf("%s:%s:%d", a.Scheme, strings.SplitN(a.ID, ":", 2)[0], a.Perms))
-		}
-		return out
-	}
-	for _, p := range []string{e.root + "/acl", e.root + "/acl/x", m.LockPath(h)} {
-		got, _, err := e.admin.GetACL(p)
-		require.NoError(t, err, p)
-		assert.ElementsMatch(t, masked(acl), masked(got), "ACL of %s", p)
-	}
-	_, ok := asked.Load(e.root + "/acl/x")
-	assert.True(t, ok, "the provider is asked with full paths")
-
-	// Without the credentials, a participant cannot even queue.
-	stranger := e.mutex(e.client(), "/acl/x")
-	_, err = stranger.Acquire(context.Background())
-	require.ErrorIs(t, err, zk.ErrNoAuth)
-	require.NoError(t, m.Release(h))
-}
-
-func TestIntegration_MutexListenAndClose(t *testing.T) {
-	e := setup(t)
-	c, err := zklock.Connect(e.servers)
-	require.NoError(t, err)
-	assert.Equal(t, zklock.StateConnected, c.State())
-	states := make(chan zklock.ConnectionState, 10)
-	stop := c.Listen(func(s zklock.ConnectionState) { states <- s })
-	defer stop()
-
-	holder := e.mutex(e.client(), "/close")
-	h, err := holder.Acquire(context.Background())
-	require.NoError(t, err)
-	m, err := zklock.NewMutex(c, e.root+"/close")
-	require.NoError(t, err)
-	own, err := zklock.NewMutex(c, e.root+"/close-own")
-	require.NoError(t, err)
-	oh, err := own.Acquire(context.Background())
-	require.NoError(t, err)
-	got := acquireAsync(context.Background(), m)
-	waitParticipants(t, holder, 2)
-
-	require.NoError(t, c.Close())
-	require.NoError(t, c.Close(), "idempotent")
-	a := await(t, got, 10*time.Second)
-	require.ErrorIs(t, a.err, zklock.ErrClosed)
-	waitDone(t, oh, 10*time.Second)
-	require.ErrorIs(t, context.Cause(oh), zklock.ErrLockLost)
-	require.ErrorIs(t, context.Cause(oh), zklock.ErrClosed)
-	_, err = m.Acquire(context.Background())
-	require.ErrorIs(t, err, zklock.ErrClosed)
-	assert.Equal(t, zklock.StateClosed, c.State())
-	select {
-	case s := <-states:
-		assert.Equal(t, zklock.StateClosed, s)
-	case <-time.After(5 * time.Second):
-		t.Fatal("listener not told of Close")
-	}
-	assert.Equal(t, []string{holder.LockPath(h)}, waitParticipants(t, holder, 1))
-	require.NoError(t, holder.Release(h))
-}
-
-// A Client over a connection the caller owns: Close deletes its nodes but
-// leaves the connection open.
-func TestIntegration_NewClientWrapsConn(t *testing.T) {
-	e := setup(t)
-	conn, events, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(quietLogger{}))
-	require.NoError(t, err)
-	defer conn.Close()
-	c := zklock.NewClient(conn, events)
-	require.Eventually(t, func() bool { return c.State() == zklock.StateConnected }, 10*time.Second, 5*time.Millisecond)
-	assert.Same(t, conn, c.Conn())
-	m, err := zklock.NewMutex(c, e.root+"/wrapped")
-	require.NoError(t, err)
-	h, err := m.Acquire(context.Background())
-	require.NoError(t, err)
-	got := acquireAsync(context.Background(), m)
-	waitParticipants(t, m, 2)
-	require.NoError(t, c.Close())
-	a := await(t, got, 10*time.Second)
-	require.ErrorIs(t, a.err, zklock.ErrClosed)
-	waitDone(t, h, 10*time.Second)
-	waitParticipants(t, m, 0)
-	_, _, err = conn.Exists("/")
-	require.NoError(t, err, "the wrapped connection stays open")
-}
-
-type quietLogger struct{}
-
-func (quietLogger) Printf(string, ...any) {}
 
 func TestIntegration_BadInput(t *testing.T) {
 	e := setup(t)

@@ -2,14 +2,12 @@ package zklock_test
 
 import (
 	"context"
-	"path"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
 	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/internal/zktest"
 )
@@ -103,94 +101,6 @@ func TestIntegration_MutexShortSuspension(t *testing.T) {
 	}
 }
 
-// The server stops while a goroutine waits and starts again: the waiter
-// rides out the outage and eventually acquires.
-func TestIntegration_MutexServerRestartWhileWaiting(t *testing.T) {
-	cluster := zktest.StartT(t, zktest.Config{})
-	e := setupOn(t, cluster)
-	hc := e.client(zklock.WithErrorPolicy(zklock.SessionPolicy))
-	wc := e.client()
-	holder := e.mutex(hc, "/restart")
-	waiter := e.mutex(wc, "/restart")
-	bg := context.Background()
-	h, err := holder.Acquire(bg)
-	require.NoError(t, err)
-	got := acquireAsync(bg, waiter)
-	waitParticipants(t, holder, 2)
-
-	require.NoError(t, cluster.Stop(0))
-	waitState(t, wc, 10*time.Second, zklock.StateSuspended)
-	require.NoError(t, cluster.Start(0))
-	waitState(t, hc, 20*time.Second, zklock.StateReconnected)
-	require.NoError(t, h.Err(), "SessionPolicy: the session survived the restart")
-	require.NoError(t, holder.Release(h))
-
-	a := await(t, got, 30*time.Second)
-	require.NoError(t, a.err)
-	require.NoError(t, waiter.Release(a.ctx))
-}
-
-// Lock parents are CONTAINER nodes: the server reaps them once empty, and
-// fencing tokens still increase across the re-creation, though the
-// sequence numbers start again.
-func TestIntegration_MutexContainerParentsReaped(t *testing.T) {
-	cluster := zktest.StartT(t, zktest.Config{ContainerCheckInterval: 100 * time.Millisecond})
-	e := setupOn(t, cluster)
-	m := e.mutex(e.client(), "/reap/lock")
-	bg := context.Background()
-
-	var lastToken int64
-	for round := range 2 {
-		h, err := m.Acquire(bg)
-		require.NoError(t, err)
-		tok, err := m.Token(h)
-		require.NoError(t, err)
-		assert.Greater(t, tok, lastToken, "round %d", round)
-		lastToken = tok
-		assert.Regexp(t, `-lock-0000000000$`, path.Base(m.LockPath(h)), "a new container starts its sequence at 0")
-		for _, p := range []string{e.root + "/reap", e.root + "/reap/lock"} {
-			_, st, err := e.admin.Exists(p)
-			require.NoError(t, err)
-			// go-zk's Stat has no mode; containers report no ephemeral owner.
-			assert.Zero(t, st.EphemeralOwner, p)
-		}
-		require.NoError(t, m.Release(h))
-		require.Eventually(t, func() bool {
-			ok, _, err := e.admin.Exists(e.root + "/reap")
-			return err == nil && !ok
-		}, 20*time.Second, 20*time.Millisecond, "empty containers are reaped")
-	}
-}
-
-// Credentials are re-applied when go-zookeeper opens a new session after an
-// expiry, so ACL-protected locks keep working.
-func TestIntegration_AuthSurvivesSessionExpiry(t *testing.T) {
-	e := setup(t)
-	faults := zktest.NewFaultsT(t, e.servers)
-	acl := append(zk.DigestACL(zk.PermAll, "owner", "pw"), zk.WorldACL(zk.PermRead)...)
-	c := e.client(
-		zklock.WithSessionTimeout(1500*time.Millisecond),
-		zklock.WithAuth("digest", []byte("owner:pw")),
-		zklock.WithACL(func(string) []zk.ACL { return acl }),
-		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
-	)
-	m := e.mutex(c, "/auth/lock")
-	h, err := m.Acquire(context.Background())
-	require.NoError(t, err)
-	require.NoError(t, m.Release(h))
-	before := c.Conn().SessionID()
-
-	faults.Pause()
-	waitState(t, c, 15*time.Second, zklock.StateLost)
-	faults.Resume()
-	waitState(t, c, 20*time.Second, zklock.StateReconnected)
-	require.NotEqual(t, before, c.Conn().SessionID(), "a new session")
-
-	h, err = m.Acquire(context.Background())
-	require.NoError(t, err, "the new session is authenticated")
-	require.NoError(t, m.Release(h))
-}
-
 // In a 3-node ensemble, the server a holder is connected to stops: under
 // SessionPolicy the client moves to another server with the same session
 // and keeps its hold; a waiter gets the lock after the release.
@@ -227,4 +137,26 @@ func TestIntegration_EnsembleHolderServerStops(t *testing.T) {
 	require.NoError(t, a.err)
 	require.NoError(t, waiter.Release(a.ctx))
 	require.NoError(t, cluster.Start(connected))
+}
+
+// Someone deletes the holder's node: the hold context is cancelled with
+// ErrLockLost, guarded writes fail, and Release reports the loss.
+func TestIntegration_MutexNodeDeletedBySomeoneElse(t *testing.T) {
+	e := setup(t)
+	m := e.mutex(e.client(), "/deleted")
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	op, err := m.CheckOp(h)
+	require.NoError(t, err)
+	require.NoError(t, e.admin.Delete(m.LockPath(h), -1))
+	waitDone(t, h, 10*time.Second)
+	require.ErrorIs(t, context.Cause(h), zklock.ErrLockLost)
+	assert.False(t, m.IsOwnedBy(h))
+	assert.False(t, m.IsAcquiredInThisProcess())
+	_, err = e.admin.Multi(op, &zk.SetDataRequest{Path: e.root, Data: nil, Version: -1})
+	require.ErrorIs(t, err, zk.ErrNoNode)
+	_, err = m.Token(h)
+	require.ErrorIs(t, err, zklock.ErrLockLost)
+	require.ErrorIs(t, m.Release(h), zklock.ErrLockLost)
+	require.ErrorIs(t, m.Release(h), zklock.ErrNotHeld)
 }

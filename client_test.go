@@ -1,0 +1,206 @@
+package zklock_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/zklock/zklock"
+)
+
+func TestIntegration_NodeDataAndLogger(t *testing.T) {
+	e := setup(t)
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(syncWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c := e.client(zklock.WithNodeData([]byte("host-a")), zklock.WithLogger(logger))
+	m := e.mutex(c, "/data")
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	data, _, err := e.admin.Get(m.LockPath(h))
+	require.NoError(t, err)
+	assert.Equal(t, "host-a", string(data))
+	require.NoError(t, m.Release(h))
+
+	m2 := e.mutex(c, "/data", zklock.WithLockData([]byte("job-42")))
+	h, err = m2.Acquire(context.Background())
+	require.NoError(t, err)
+	data, _, err = e.admin.Get(m2.LockPath(h))
+	require.NoError(t, err)
+	assert.Equal(t, "job-42", string(data))
+	require.NoError(t, m2.Release(h))
+
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Contains(t, logs.String(), "state=Connected")
+	assert.Contains(t, logs.String(), "go-zookeeper: ")
+}
+
+// Connect gives up after the connect timeout and leaves nothing running
+// (the goroutine-leak check of TestMain would see it).
+func TestIntegration_ConnectTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	start := time.Now()
+	_, err = zklock.Connect([]string{addr}, zklock.WithConnectTimeout(300*time.Millisecond),
+		zklock.WithZKOptions(zk.WithLogger(quietLogger{})))
+	require.ErrorIs(t, err, zk.ErrNoServer)
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+func TestIntegration_NewClientWithAuth(t *testing.T) {
+	e := setup(t)
+	conn, events, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(quietLogger{}))
+	require.NoError(t, err)
+	defer conn.Close()
+	acl := append(zk.DigestACL(zk.PermAll, "wrapped", "pw"), zk.WorldACL(zk.PermRead)...)
+	c := zklock.NewClient(conn, events, zklock.WithAuth("digest", []byte("wrapped:pw")),
+		zklock.WithACL(func(string) []zk.ACL { return acl }), zklock.WithNamespace(strings.TrimPrefix(e.root, "/")))
+	defer c.Close()
+	m, err := zklock.NewMutex(c, "/x")
+	require.NoError(t, err)
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err, "the wrapped connection was authenticated")
+	require.NoError(t, m.Release(h))
+	bad := zklock.NewClient(conn, events, zklock.WithSessionTimeout(0))
+	_, err = zklock.NewMutex(bad, "/x")
+	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
+	bad.Close()
+}
+
+// The owner closes a wrapped connection: the Client stops at once instead
+// of retrying a connection that will never come back.
+func TestIntegration_WrappedConnClosedByOwner(t *testing.T) {
+	e := setup(t)
+	conn, events, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(quietLogger{}))
+	require.NoError(t, err)
+	c := zklock.NewClient(conn, events)
+	defer c.Close()
+	m, err := zklock.NewMutex(c, e.root+"/owner-closed")
+	require.NoError(t, err)
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, zklock.StateConnected, c.State(), "no replayed suspension")
+	conn.Close()
+	waitDone(t, h, 10*time.Second)
+	require.ErrorIs(t, context.Cause(h), zklock.ErrLockLost)
+	start := time.Now()
+	_, err = m.Acquire(context.Background())
+	require.ErrorIs(t, err, zklock.ErrClosed)
+	assert.Less(t, time.Since(start), 2*time.Second)
+}
+
+// A Client over a connection the caller owns: Close deletes its nodes but
+// leaves the connection open.
+func TestIntegration_NewClientWrapsConn(t *testing.T) {
+	e := setup(t)
+	conn, events, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(quietLogger{}))
+	require.NoError(t, err)
+	defer conn.Close()
+	c := zklock.NewClient(conn, events)
+	require.Eventually(t, func() bool { return c.State() == zklock.StateConnected }, 10*time.Second, 5*time.Millisecond)
+	assert.Same(t, conn, c.Conn())
+	m, err := zklock.NewMutex(c, e.root+"/wrapped")
+	require.NoError(t, err)
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	got := acquireAsync(context.Background(), m)
+	waitParticipants(t, m, 2)
+	require.NoError(t, c.Close())
+	a := await(t, got, 10*time.Second)
+	require.ErrorIs(t, a.err, zklock.ErrClosed)
+	waitDone(t, h, 10*time.Second)
+	waitParticipants(t, m, 0)
+	_, _, err = conn.Exists("/")
+	require.NoError(t, err, "the wrapped connection stays open")
+}
+
+func TestIntegration_MutexNamespace(t *testing.T) {
+	e := setup(t)
+	ns := strings.TrimPrefix(e.root, "/") + "/ns"
+	c := e.client(zklock.WithNamespace(ns))
+	m, err := zklock.NewMutex(c, "/a/b")
+	require.NoError(t, err)
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	lp := m.LockPath(h)
+	assert.True(t, strings.HasPrefix(lp, "/a/b/_c_"), lp)
+	ok, _, err := e.admin.Exists(e.root + "/ns" + lp)
+	require.NoError(t, err)
+	assert.True(t, ok, "the node lives under the namespace")
+	parts, err := m.Participants(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{lp}, parts)
+	op, err := m.CheckOp(h)
+	require.NoError(t, err)
+	assert.Equal(t, e.root+"/ns"+lp, op.Path, "CheckOp carries the full path")
+	_, err = c.Conn().Multi(op)
+	require.NoError(t, err)
+
+	// Revoke takes the relative path too.
+	revoked := make(chan struct{})
+	m2, err := zklock.NewMutex(c, "/a/b")
+	require.NoError(t, err)
+	m2.MakeRevocable(func(*zklock.Mutex) { close(revoked) })
+	got := acquireAsync(context.Background(), m2)
+	parts = waitParticipants(t, m, 2)
+	require.NoError(t, zklock.Revoke(context.Background(), c, parts[1]))
+	select {
+	case <-revoked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("revocation not delivered to a waiter")
+	}
+	require.NoError(t, m.Release(h))
+	a := await(t, got, 10*time.Second)
+	require.NoError(t, a.err)
+	require.NoError(t, m2.Release(a.ctx))
+	require.NoError(t, zklock.Revoke(context.Background(), c, parts[1]), "a missing node is not an error")
+}
+
+func TestIntegration_MutexACLProvider(t *testing.T) {
+	e := setup(t)
+	secret := zk.DigestACL(zk.PermAll, "owner", "s3cret")
+	acl := append(secret, zk.WorldACL(zk.PermRead)...)
+	var asked sync.Map
+	c := e.client(
+		zklock.WithAuth("digest", []byte("owner:s3cret")),
+		zklock.WithACL(func(p string) []zk.ACL { asked.Store(p, true); return acl }),
+	)
+	m, err := zklock.NewMutex(c, e.root+"/acl/x")
+	require.NoError(t, err)
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	// ZooKeeper masks digests for readers without ADMIN permission, so
+	// compare schemes, users and permissions.
+	masked := func(acl []zk.ACL) []string {
+		var out []string
+		for _, a := range acl {
+			out = append(out, fmt.Sprintf("%s:%s:%d", a.Scheme, strings.SplitN(a.ID, ":", 2)[0], a.Perms))
+		}
+		return out
+	}
+	for _, p := range []string{e.root + "/acl", e.root + "/acl/x", m.LockPath(h)} {
+		got, _, err := e.admin.GetACL(p)
+		require.NoError(t, err, p)
+		assert.ElementsMatch(t, masked(acl), masked(got), "ACL of %s", p)
+	}
+	_, ok := asked.Load(e.root + "/acl/x")
+	assert.True(t, ok, "the provider is asked with full paths")
+
+	// Without the credentials, a participant cannot even queue.
+	stranger := e.mutex(e.client(), "/acl/x")
+	_, err = stranger.Acquire(context.Background())
+	require.ErrorIs(t, err, zk.ErrNoAuth)
+	require.NoError(t, m.Release(h))
+}

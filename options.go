@@ -1,0 +1,291 @@
+package zklock
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ErrorPolicy decides which connection states end a hold.
+type ErrorPolicy int
+
+const (
+	// StandardPolicy ends a hold as soon as the connection is suspended,
+	// because from then on the holder cannot know whether it still holds the
+	// lock. It is the default.
+	StandardPolicy ErrorPolicy = iota
+	// SessionPolicy ends a hold only when the session is lost: reported
+	// expired, or suspended for longer than the negotiated session timeout.
+	// It rides out short disconnects, at the price of a window in which
+	// another process may already hold the lock; guard writes with fencing
+	// tokens ([Mutex.Token], [Mutex.CheckOp]) under this policy.
+	SessionPolicy
+)
+
+// String returns the name of the policy.
+func (p ErrorPolicy) String() string {
+	switch p {
+	case StandardPolicy:
+		return "StandardPolicy"
+	case SessionPolicy:
+		return "SessionPolicy"
+	}
+	return fmt.Sprintf("ErrorPolicy(%d)", int(p))
+}
+
+// Option configures a Client. Invalid values make Connect, and every recipe
+// constructor of a Client made by NewClient, return ErrInvalidArgument.
+type Option func(*options)
+
+type options struct {
+	sessionTimeout time.Duration         // default 30s
+	connectTimeout time.Duration         // default 15s
+	retry          RetryPolicy           // default ExponentialBackoff{Base: 100ms, MaxRetries: 3}
+	namespace      string                // "" or "/ns"; default ""
+	acl            func(string) []zk.ACL // default world:anyone with all permissions
+	auth           []authInfo            // default none
+	logger         *slog.Logger          // default discards
+	policy         ErrorPolicy           // default StandardPolicy
+	nodeData       []byte                // default the host's first non-loopback IP address
+	zkOpts         []func(*zk.Conn)      // default none
+	wrapConn       func(zkConn) zkConn   // test seam around the connection; default none
+	err            error                 // first invalid option
+}
+
+type authInfo struct {
+	scheme string
+	auth   []byte
+}
+
+func (o *options) invalid(format string, args ...any) {
+	if o.err == nil {
+		o.err = fmt.Errorf("zklock: "+format+": %w", append(args, ErrInvalidArgument)...)
+	}
+}
+
+// WithSessionTimeout sets the session timeout requested from ZooKeeper
+// (default 30s). The server may negotiate it into its own bounds.
+func WithSessionTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d <= 0 {
+			o.invalid("session timeout %v must be positive", d)
+		}
+		o.sessionTimeout = d
+	}
+}
+
+// WithConnectTimeout sets how long Connect waits for the first session
+// (default 15s).
+func WithConnectTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d <= 0 {
+			o.invalid("connect timeout %v must be positive", d)
+		}
+		o.connectTimeout = d
+	}
+}
+
+// WithRetryPolicy sets the policy for retrying operations that fail with a
+// connection loss, and for re-creating a lock node that vanished while its
+// owner waited. The default is ExponentialBackoff{Base: 100ms, MaxRetries: 3}.
+func WithRetryPolicy(p RetryPolicy) Option {
+	return func(o *options) {
+		if p == nil {
+			o.invalid("retry policy must not be nil")
+		}
+		o.retry = p
+	}
+}
+
+// WithNamespace puts every path under /ns. Paths that recipes return to
+// callers are relative to the namespace; paths inside zk requests, such as
+// the one in [Mutex.CheckOp], are full ZooKeeper paths. The namespace root
+// is created on demand as a CONTAINER node.
+func WithNamespace(ns string) Option {
+	return func(o *options) {
+		ns = strings.TrimPrefix(ns, "/")
+		if ns == "" {
+			o.namespace = ""
+			return
+		}
+		if err := validatePath("/" + ns); err != nil {
+			o.invalid("namespace %q: %v", ns, err)
+		}
+		o.namespace = "/" + ns
+	}
+}
+
+// WithACL sets the ACL of every node the library creates, lock nodes and
+// their parents alike. fn receives the full ZooKeeper path of the node (for
+// a sequential node, the path before the sequence suffix) and must return a
+// non-empty ACL. The default is world:anyone with all permissions.
+func WithACL(fn func(path string) []zk.ACL) Option {
+	return func(o *options) {
+		if fn == nil {
+			o.invalid("ACL provider must not be nil")
+		}
+		o.acl = fn
+	}
+}
+
+// WithAuth adds credentials to the session, as zk.Conn.AddAuth does. They
+// are sent when the Client connects, and go-zookeeper sends them again on
+// every reconnect.
+func WithAuth(scheme string, auth []byte) Option {
+	return func(o *options) {
+		if scheme == "" {
+			o.invalid("auth scheme must not be empty")
+		}
+		o.auth = append(o.auth, authInfo{scheme, append([]byte(nil), auth...)})
+	}
+}
+
+// WithLogger sets the logger for the library and for the connection that
+// Connect opens. By default nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l == nil {
+			o.invalid("logger must not be nil")
+		}
+		o.logger = l
+	}
+}
+
+// WithErrorPolicy sets which connection states end a hold (default
+// StandardPolicy).
+func WithErrorPolicy(p ErrorPolicy) Option {
+	return func(o *options) {
+		if p != StandardPolicy && p != SessionPolicy {
+			o.invalid("unknown error policy %d", int(p))
+		}
+		o.policy = p
+	}
+}
+
+// WithNodeData sets the default data of lock and lease nodes. As in
+// Curator, the default is the host's IP address.
+func WithNodeData(data []byte) Option {
+	return func(o *options) {
+		if len(data) > maxNodeData {
+			o.invalid("node data of %d bytes exceeds %d", len(data), maxNodeData)
+		}
+		o.nodeData = append([]byte{}, data...)
+	}
+}
+
+// WithZKOptions passes options, such as zk.WithDialer, to zk.Connect.
+// The Client's own event callback and logger are applied after them and
+// win: use Listen and WithLogger instead. NewClient ignores them.
+func WithZKOptions(opts ...func(*zk.Conn)) Option {
+	return func(o *options) {
+		for _, f := range opts {
+			if f == nil {
+				o.invalid("nil zk option")
+			}
+		}
+		o.zkOpts = append(o.zkOpts, opts...)
+	}
+}
+
+// maxNodeData keeps node data within ZooKeeper's default jute.maxbuffer.
+const maxNodeData = 1000 * 1024
+
+func buildOptions(opts []Option) options {
+	o := options{
+		sessionTimeout: 30 * time.Second,
+		connectTimeout: 15 * time.Second,
+		retry:          ExponentialBackoff{Base: 100 * time.Millisecond, MaxRetries: 3},
+		acl:            func(string) []zk.ACL { return zk.WorldACL(zk.PermAll) },
+		logger:         slog.New(slog.DiscardHandler),
+		nodeData:       localAddress(),
+	}
+	for _, opt := range opts {
+		if opt == nil {
+			o.invalid("nil Option")
+			continue
+		}
+		opt(&o)
+	}
+	return o
+}
+
+// localAddress is the default node data: the host's first non-loopback
+// IPv4 address. Curator's default is close (InetAddress.getLocalHost(),
+// which may resolve to a loopback address); only humans read it.
+func localAddress() []byte {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return []byte{}
+	}
+	for _, a := range addrs {
+		if ip, ok := a.(*net.IPNet); ok && !ip.IP.IsLoopback() && ip.IP.To4() != nil {
+			return []byte(ip.IP.String())
+		}
+	}
+	return []byte("127.0.0.1")
+}
+
+// convertOpts turns plain option funcs into go-zookeeper's unexported
+// option type, which sample has.
+func convertOpts[T ~func(*zk.Conn)](sample T, fs []func(*zk.Conn)) []T {
+	out := make([]T, 0, len(fs)+1)
+	out = append(out, sample)
+	for _, f := range fs {
+		out = append(out, T(f))
+	}
+	return out
+}
+
+// LockOption configures a lock recipe.
+type LockOption func(*lockOptions)
+
+type lockOptions struct {
+	data   []byte // default nil: the Client's node data
+	driver Driver // default StandardDriver
+	err    error  // first invalid option
+}
+
+// WithLockData sets the data of the lock's nodes, instead of the Client's
+// default node data.
+func WithLockData(data []byte) LockOption {
+	return func(o *lockOptions) {
+		if len(data) > maxNodeData && o.err == nil {
+			o.err = fmt.Errorf("lock data of %d bytes exceeds %d: %w", len(data), maxNodeData, ErrInvalidArgument)
+		}
+		o.data = append([]byte{}, data...)
+	}
+}
+
+// WithDriver replaces the predicate engine, as Curator's LockInternalsDriver
+// does. See [Driver] for what the engine expects of it.
+func WithDriver(d Driver) LockOption {
+	return func(o *lockOptions) {
+		if d == nil && o.err == nil {
+			o.err = fmt.Errorf("nil Driver: %w", ErrInvalidArgument)
+		}
+		o.driver = d
+	}
+}
+
+// parseLockOptions applies opts for the recipe kind on path. A recipe whose
+// predicates are its definition refuses a Driver (allowDriver false).
+func parseLockOptions(kind, path string, opts []LockOption, allowDriver bool) (lockOptions, error) {
+	var o lockOptions
+	for _, opt := range opts {
+		if opt == nil {
+			return o, fmt.Errorf("zklock: %s %s: nil LockOption: %w", kind, path, ErrInvalidArgument)
+		}
+		opt(&o)
+	}
+	if o.err == nil && o.driver != nil && !allowDriver {
+		o.err = fmt.Errorf("a Driver cannot be set: %w", ErrInvalidArgument)
+	}
+	if o.err != nil {
+		return o, fmt.Errorf("zklock: %s %s: %w", kind, path, o.err)
+	}
+	return o, nil
+}

@@ -1,0 +1,390 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ConnectionState is the state of a Client's ZooKeeper session, as Curator
+// reports it. Its String method gives the name.
+type ConnectionState int
+
+const (
+	// StateConnected is the state after the first session is established.
+	StateConnected ConnectionState = iota
+	// StateSuspended means the connection dropped; the session may still be
+	// alive on the server. A Client that has not connected yet also reports
+	// StateSuspended.
+	StateSuspended
+	// StateReconnected means the connection is back, with the same session
+	// or, after a StateLost, with a new one.
+	StateReconnected
+	// StateLost means the session is gone: the server reported it expired,
+	// the connection stayed suspended for longer than the session timeout, or
+	// the connection came back with a new session.
+	StateLost
+	// StateClosed is the final state, after Close.
+	StateClosed
+)
+
+// String returns the name of the state, such as "Suspended".
+func (s ConnectionState) String() string {
+	switch s {
+	case StateConnected:
+		return "Connected"
+	case StateSuspended:
+		return "Suspended"
+	case StateReconnected:
+		return "Reconnected"
+	case StateLost:
+		return "Lost"
+	case StateClosed:
+		return "Closed"
+	}
+	return fmt.Sprintf("ConnectionState(%d)", int(s))
+}
+
+// State returns the current connection state.
+func (c *Client) State() ConnectionState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}
+
+// Listen calls fn with every connection state change, in order, on a
+// goroutine of its own, so a slow fn delays no one else. The final call is
+// with StateClosed. stop ends the calls; it does not wait for a call in
+// progress, so it may be called from fn. Close waits for fn to return, so
+// fn must not call Close.
+func (c *Client) Listen(fn func(ConnectionState)) (stop func()) {
+	if fn == nil {
+		return func() {}
+	}
+	l := &listener{fn: fn, signal: make(chan struct{}, 1), stop: make(chan struct{})}
+	c.mu.Lock()
+	closed := c.state == StateClosed
+	if !closed {
+		c.listeners[l] = struct{}{}
+	}
+	c.mu.Unlock()
+	if closed || !c.goFunc(l.run) {
+		return func() {}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			delete(c.listeners, l)
+			c.mu.Unlock()
+			close(l.stop)
+		})
+	}
+}
+
+// snapshot records the session facts a hold depends on.
+type snapshot struct {
+	session  int64
+	suspends uint64
+	losses   uint64
+}
+
+func (c *Client) snapshot() snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return snapshot{c.session, c.suspends, c.losses}
+}
+
+// stateChanged returns a channel that is closed at the next transition.
+func (c *Client) stateChanged() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed
+}
+
+// holdLost reports why a hold taken at snapshot s no longer stands under
+// the Client's error policy, or nil if it still stands.
+func (c *Client) holdLost(s snapshot) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.state == StateClosed:
+		return fmt.Errorf("%w: %w", ErrLockLost, ErrClosed)
+	case c.losses != s.losses || c.session != s.session:
+		return fmt.Errorf("%w: session lost", ErrLockLost)
+	case c.opts.policy == StandardPolicy && c.suspends != s.suspends:
+		return fmt.Errorf("%w: connection suspended", ErrLockLost)
+	}
+	return nil
+}
+
+// awaitConnected waits until the connection is up, for at most d. It
+// returns ctx's error, ErrClosed, or context.DeadlineExceeded when d passes.
+func (c *Client) awaitConnected(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		ch := c.stateChanged()
+		switch c.State() {
+		case StateConnected, StateReconnected:
+			return nil
+		case StateClosed:
+			return ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.closing:
+			return ErrClosed
+		case <-t.C:
+			return context.DeadlineExceeded
+		}
+	}
+}
+
+// sessionTimeout is the negotiated session timeout if known, else the
+// requested one.
+func (c *Client) sessionTimeout() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.negotiated > 0 {
+		return c.negotiated
+	}
+	return c.opts.sessionTimeout
+}
+
+// transition applies f under c.mu and, if f reports a change, wakes
+// waiters and queues the new state for listeners.
+func (c *Client) transition(f func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state == StateClosed || !f() {
+		return
+	}
+	close(c.changed)
+	c.changed = make(chan struct{})
+	for l := range c.listeners {
+		l.push(c.state)
+	}
+	c.log.Info("zklock: connection state", "state", c.state.String(), "session", fmt.Sprintf("0x%x", c.session))
+}
+
+// start launches the goroutine that owns session events.
+func (c *Client) start() {
+	c.goFunc(c.run)
+}
+
+// run is the only reader of session events. It never blocks on listeners.
+func (c *Client) run() {
+	var (
+		signal <-chan struct{}
+		events = c.zkEvents
+		lostT  *time.Timer
+		lostC  <-chan time.Time
+	)
+	if c.queue != nil {
+		signal, events = c.queue.signal, nil
+	}
+	stopLost := func() {
+		if lostT != nil {
+			lostT.Stop()
+			lostT, lostC = nil, nil
+		}
+	}
+	defer stopLost()
+	handle := func(ev zk.Event) {
+		suspended := c.handle(ev)
+		if suspended && lostT == nil {
+			lostT = time.NewTimer(c.sessionTimeout())
+			lostC = lostT.C
+		} else if !suspended && c.State() != StateSuspended {
+			stopLost()
+		}
+	}
+	for {
+		select {
+		case <-c.closing:
+			return
+		case <-signal:
+			for _, ev := range c.queue.drain() {
+				handle(ev)
+			}
+		case ev, ok := <-events:
+			if !ok {
+				// The owner closed the wrapped connection: its session and
+				// our nodes are gone, and nothing can be done any more.
+				c.transition(func() bool { return c.lose() })
+				c.closingOnce.Do(func() { close(c.closing) })
+				return
+			}
+			handle(ev)
+		case <-lostC:
+			lostT, lostC = nil, nil
+			c.transition(func() bool {
+				if c.state != StateSuspended {
+					return false
+				}
+				c.log.Warn("zklock: suspended longer than the session timeout; session lost")
+				return c.lose()
+			})
+		}
+	}
+}
+
+// handle applies one go-zookeeper event. It reports whether the event
+// suspended the connection.
+func (c *Client) handle(ev zk.Event) (suspended bool) {
+	if ev.Type == zk.EventNotWatching && errors.Is(ev.Err, zk.ErrSessionExpired) {
+		c.transition(func() bool { return c.lose() })
+		return false
+	}
+	if ev.Type != zk.EventSession {
+		return false
+	}
+	switch ev.State {
+	case zk.StateHasSession:
+		sid := c.zc.SessionID()
+		c.transition(func() bool {
+			switch {
+			case c.session == 0 && c.losses == 0:
+				c.session, c.state = sid, StateConnected
+			case sid != c.session:
+				// go-zookeeper replaced an expired session without a word.
+				if c.state != StateLost {
+					c.lose()
+				}
+				c.session, c.state = sid, StateReconnected
+			case c.state == StateSuspended || c.state == StateLost:
+				c.state = StateReconnected
+			default:
+				return false
+			}
+			return true
+		})
+	case zk.StateDisconnected, zk.StateConnecting:
+		c.transition(func() bool {
+			if c.state != StateConnected && c.state != StateReconnected {
+				return false
+			}
+			c.state = StateSuspended
+			c.suspends++
+			suspended = true
+			return true
+		})
+	case zk.StateExpired:
+		c.transition(func() bool { return c.lose() })
+	case zk.StateAuthFailed:
+		c.log.Error("zklock: authentication failed")
+	}
+	return suspended
+}
+
+// lose marks the session lost; c.mu must be held. It reports whether the
+// state changed.
+func (c *Client) lose() bool {
+	if c.state == StateLost {
+		return false
+	}
+	c.state = StateLost
+	c.losses++
+	return true
+}
+
+// setNegotiated records the session timeout the server granted.
+func (c *Client) setNegotiated(d time.Duration) {
+	c.mu.Lock()
+	c.negotiated = d
+	c.mu.Unlock()
+}
+
+// eventQueue takes go-zookeeper's callbacks without ever blocking them.
+type eventQueue struct {
+	mu     sync.Mutex
+	events []zk.Event // guarded by mu
+	signal chan struct{}
+}
+
+func newEventQueue() *eventQueue {
+	return &eventQueue{signal: make(chan struct{}, 1)}
+}
+
+func (q *eventQueue) push(ev zk.Event) {
+	q.mu.Lock()
+	q.events = append(q.events, ev)
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (q *eventQueue) drain() []zk.Event {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	evs := q.events
+	q.events = nil
+	return evs
+}
+
+// listener delivers states to one Listen callback, in order.
+type listener struct {
+	fn     func(ConnectionState)
+	mu     sync.Mutex
+	states []ConnectionState // guarded by mu
+	signal chan struct{}
+	stop   chan struct{}
+}
+
+func (l *listener) push(s ConnectionState) {
+	l.mu.Lock()
+	l.states = append(l.states, s)
+	l.mu.Unlock()
+	select {
+	case l.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (l *listener) run() {
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-l.signal:
+		}
+		l.mu.Lock()
+		states := l.states
+		l.states = nil
+		l.mu.Unlock()
+		for _, s := range states {
+			select {
+			case <-l.stop:
+				return
+			default:
+			}
+			l.fn(s)
+			if s == StateClosed {
+				return
+			}
+		}
+	}
+}
+
+// zkLogger routes go-zookeeper's log lines to the Client's logger, and
+// learns the negotiated session timeout from the line go-zookeeper writes
+// when a session is established (it has no accessor for it).
+type zkLogger struct{ c *Client }
+
+func (l zkLogger) Printf(format string, args ...any) {
+	if format == "authenticated: id=%d, timeout=%d" && len(args) == 2 {
+		if ms, ok := args[1].(int32); ok && ms > 0 {
+			l.c.setNegotiated(time.Duration(ms) * time.Millisecond)
+		}
+	}
+	l.c.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,97 @@
+package zklock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/zktest"
+)
+
+// Credentials are re-applied when go-zookeeper opens a new session after an
+// expiry, so ACL-protected locks keep working.
+func TestIntegration_AuthSurvivesSessionExpiry(t *testing.T) {
+	e := setup(t)
+	faults := zktest.NewFaultsT(t, e.servers)
+	acl := append(zk.DigestACL(zk.PermAll, "owner", "pw"), zk.WorldACL(zk.PermRead)...)
+	c := e.client(
+		zklock.WithSessionTimeout(1500*time.Millisecond),
+		zklock.WithAuth("digest", []byte("owner:pw")),
+		zklock.WithACL(func(string) []zk.ACL { return acl }),
+		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+	)
+	m := e.mutex(c, "/auth/lock")
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, m.Release(h))
+	before := c.Conn().SessionID()
+
+	faults.Pause()
+	waitState(t, c, 15*time.Second, zklock.StateLost)
+	faults.Resume()
+	waitState(t, c, 20*time.Second, zklock.StateReconnected)
+	require.NotEqual(t, before, c.Conn().SessionID(), "a new session")
+
+	h, err = m.Acquire(context.Background())
+	require.NoError(t, err, "the new session is authenticated")
+	require.NoError(t, m.Release(h))
+}
+
+func TestStringers(t *testing.T) {
+	names := map[zklock.ConnectionState]string{
+		zklock.StateConnected: "Connected", zklock.StateSuspended: "Suspended",
+		zklock.StateReconnected: "Reconnected", zklock.StateLost: "Lost", zklock.StateClosed: "Closed",
+		zklock.ConnectionState(42): "ConnectionState(42)",
+	}
+	for s, want := range names {
+		assert.Equal(t, want, s.String())
+	}
+	assert.Equal(t, "StandardPolicy", zklock.StandardPolicy.String())
+	assert.Equal(t, "SessionPolicy", zklock.SessionPolicy.String())
+	assert.Equal(t, "ErrorPolicy(9)", zklock.ErrorPolicy(9).String())
+}
+
+func TestIntegration_MutexListenAndClose(t *testing.T) {
+	e := setup(t)
+	c, err := zklock.Connect(e.servers)
+	require.NoError(t, err)
+	assert.Equal(t, zklock.StateConnected, c.State())
+	states := make(chan zklock.ConnectionState, 10)
+	stop := c.Listen(func(s zklock.ConnectionState) { states <- s })
+	defer stop()
+
+	holder := e.mutex(e.client(), "/close")
+	h, err := holder.Acquire(context.Background())
+	require.NoError(t, err)
+	m, err := zklock.NewMutex(c, e.root+"/close")
+	require.NoError(t, err)
+	own, err := zklock.NewMutex(c, e.root+"/close-own")
+	require.NoError(t, err)
+	oh, err := own.Acquire(context.Background())
+	require.NoError(t, err)
+	got := acquireAsync(context.Background(), m)
+	waitParticipants(t, holder, 2)
+
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(), "idempotent")
+	a := await(t, got, 10*time.Second)
+	require.ErrorIs(t, a.err, zklock.ErrClosed)
+	waitDone(t, oh, 10*time.Second)
+	require.ErrorIs(t, context.Cause(oh), zklock.ErrLockLost)
+	require.ErrorIs(t, context.Cause(oh), zklock.ErrClosed)
+	_, err = m.Acquire(context.Background())
+	require.ErrorIs(t, err, zklock.ErrClosed)
+	assert.Equal(t, zklock.StateClosed, c.State())
+	select {
+	case s := <-states:
+		assert.Equal(t, zklock.StateClosed, s)
+	case <-time.After(5 * time.Second):
+		t.Fatal("listener not told of Close")
+	}
+	assert.Equal(t, []string{holder.LockPath(h)}, waitParticipants(t, holder, 1))
+	require.NoError(t, holder.Release(h))
+}

@@ -1,0 +1,49 @@
+package zklock
+
+import (
+	"slices"
+)
+
+// sortChildren sorts children by the driver's sort key, comparing keys as
+// Java's String.compareTo does, and keeps the listing order of equal keys.
+func sortChildren(children []string, lockName string, d Driver) {
+	type keyed struct{ key, name string }
+	ks := make([]keyed, len(children))
+	for i, ch := range children {
+		ks[i] = keyed{d.SortKey(ch, lockName), ch}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int { return compareUTF16(a.key, b.key) })
+	for i := range ks {
+		children[i] = ks[i].name
+	}
+}
+
+// compareUTF16 compares two strings in UTF-16 code unit order, the order of
+// Java's String.compareTo. It equals byte order except where a character
+// above U+FFFF meets one in U+E000..U+FFFF.
+func compareUTF16(a, b string) int {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	if i == len(a) || i == len(b) {
+		return len(a) - len(b) // one is a prefix of the other
+	}
+	if a[i] < 0x80 && b[i] < 0x80 {
+		return int(a[i]) - int(b[i])
+	}
+	// Back up to the start of the differing characters.
+	for i > 0 && a[i]&0xC0 == 0x80 {
+		i--
+	}
+	ra, rb := []rune(a[i:])[0], []rune(b[i:])[0]
+	return int(utf16Unit(ra)) - int(utf16Unit(rb))
+}
+
+// utf16Unit returns the first UTF-16 code unit of r.
+func utf16Unit(r rune) rune {
+	if r >= 0x10000 {
+		return 0xD800 + (r-0x10000)>>10
+	}
+	return r
+}

@@ -1,0 +1,443 @@
+package zklock
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// zkConn is the part of *zk.Conn the engine uses.
+type zkConn interface {
+	Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error)
+	CreateContainer(path string, data []byte, flags int32, acl []zk.ACL) (string, error)
+	Children(path string) ([]string, *zk.Stat, error)
+	ChildrenW(path string) ([]string, *zk.Stat, <-chan zk.Event, error)
+	Get(path string) ([]byte, *zk.Stat, error)
+	GetW(path string) ([]byte, *zk.Stat, <-chan zk.Event, error)
+	Exists(path string) (bool, *zk.Stat, error)
+	Delete(path string, version int32) error
+	Sync(path string) (string, error)
+	SessionID() int64
+}
+
+// retryable reports whether err is a connection-level failure after which
+// the same operation may succeed.
+func retryable(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrSessionExpired)
+}
+
+// await runs op and waits for it or for ctx. go-zookeeper calls cannot be
+// cancelled, so when ctx can end, op runs on its own goroutine; if ctx ends
+// first, await returns ctx.Err() and hands op's late result to abandoned
+// (if not nil) on that goroutine, so that whatever op created is cleaned up.
+func await[T any](c *Client, ctx context.Context, op func() (T, error), abandoned func(T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	if ctx.Done() == nil {
+		return op()
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	if !c.goFunc(func() {
+		v, err := op()
+		ch <- result{v, err}
+	}) {
+		// Close has begun; clean-up still runs, on the caller's goroutine.
+		return op()
+	}
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		if abandoned != nil {
+			late := func() {
+				r := <-ch
+				abandoned(r.v, r.err)
+			}
+			if !c.goFunc(late) {
+				late() // Close has begun: clean up before returning
+			}
+		}
+		return zero, ctx.Err()
+	}
+}
+
+// retry runs op through await under the retry policy, retrying
+// connection-level failures.
+func retry[T any](c *Client, ctx context.Context, op func() (T, error)) (T, error) {
+	r := newRetrier(c.opts.retry)
+	for {
+		v, err := await(c, ctx, op, nil)
+		if err == nil || !retryable(err) {
+			return v, closedErr(err)
+		}
+		if ok, werr := r.next(ctx, c.closing); !ok {
+			if werr != nil {
+				return v, werr
+			}
+			return v, err
+		}
+		// Like Curator's RetryLoop, give the connection a chance to come
+		// back before the next attempt.
+		if werr := c.awaitConnected(ctx, c.opts.connectTimeout); werr != nil && !errors.Is(werr, context.DeadlineExceeded) {
+			return v, werr
+		}
+	}
+}
+
+// closedErr maps go-zookeeper's closing error to ErrClosed.
+func closedErr(err error) error {
+	if errors.Is(err, zk.ErrClosing) {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
+}
+
+// stat returns the Stat of the node at p, or nil if it does not exist.
+// (go-zookeeper's Exists returns a zero Stat for a missing node.)
+func (c *Client) stat(ctx context.Context, p string) (*zk.Stat, error) {
+	return retry(c, ctx, func() (*zk.Stat, error) {
+		ok, st, err := c.zc.Exists(p)
+		if err == nil && !ok {
+			st = nil
+		}
+		return st, err
+	})
+}
+
+// protectedPrefix starts every protected node name: "_c_<uuid>-".
+const (
+	protectedPrefix    = "_c_"
+	protectedPrefixLen = len(protectedPrefix) + 36 + 1
+)
+
+// createProtected creates a node named "_c_<uuid>-<base of p>" beside p, as
+// Curator's protected mode does, creating missing parents as CONTAINER
+// nodes. After a connection loss it finds the node it may already have
+// created by its prefix; a node found that belongs to an earlier session is
+// deleted and the create starts over (CURATOR-498). If the create finally
+// fails, or ctx ends while it is in flight, a node it may have left behind
+// is found and deleted in the background.
+func (c *Client) createProtected(ctx context.Context, p string, data []byte, flags int32) (created string, err error) {
+	parent, base := path.Split(p)
+	parent = strings.TrimSuffix(parent, "/")
+	if parent == "" {
+		parent = "/"
+	}
+	prefix := protectedPrefix + newUUID() + "-"
+	acl := c.opts.acl(p)
+	ephemeral := flags&zk.FlagEphemeral != 0
+	r := newRetrier(c.opts.retry)
+	unknown := false // a create with prefix may have succeeded unseen
+	defer func() {
+		if err != nil && unknown {
+			c.findAndDelete(parent, prefix)
+		}
+	}()
+	abandoned := func(pfx string) func(string, error) {
+		return func(created string, err error) {
+			switch {
+			case err == nil:
+				c.deleteNode(created)
+			case retryable(err):
+				c.findAndDelete(parent, pfx)
+			}
+		}
+	}
+	noNode := 0
+	for {
+		if unknown {
+			found, owner, err := c.findProtected(ctx, parent, prefix)
+			if err != nil {
+				return "", err
+			}
+			if found != "" {
+				if !ephemeral || owner == c.zc.SessionID() {
+					return found, nil
+				}
+				c.deleteNode(found) // an earlier session's node, dying
+				prefix = protectedPrefix + newUUID() + "-"
+			}
+			unknown = false
+		}
+		name := path.Join(parent, prefix+base)
+		created, err := await(c, ctx, func() (string, error) {
+			return c.zc.Create(name, data, flags, acl)
+		}, abandoned(prefix))
+		switch {
+		case err == nil:
+			return created, nil
+		case errors.Is(err, zk.ErrNoNode) && noNode < 3:
+			// A parent is missing, or a container parent was reaped
+			// between mkdirs and the create: make it and try at once.
+			noNode++
+			if err := c.mkdirs(ctx, parent); err != nil {
+				return "", err
+			}
+			continue
+		case !retryable(err):
+			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+				return "", err // the abandoned create cleans up after itself
+			}
+			return "", fmt.Errorf("create %s: %w", name, closedErr(err))
+		}
+		unknown = true
+		if ok, werr := r.next(ctx, c.closing); !ok {
+			if werr != nil {
+				return "", werr
+			}
+			return "", fmt.Errorf("create %s: %w", name, err)
+		}
+	}
+}
+
+// findProtected lists parent for a child that starts with prefix. It
+// returns the child's path and ephemeral owner, or "" if there is none.
+func (c *Client) findProtected(ctx context.Context, parent, prefix string) (string, int64, error) {
+	// The create may have reached the leader while our server lags: sync
+	// first, so the listing cannot miss it.
+	if _, err := retry(c, ctx, func() (string, error) { return c.zc.Sync(parent) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return "", 0, err
+	}
+	children, err := retry(c, ctx, func() ([]string, error) {
+		ch, _, err := c.zc.Children(parent)
+		return ch, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return "", 0, nil
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	for _, ch := range children {
+		if strings.HasPrefix(ch, prefix) {
+			p := path.Join(parent, ch)
+			st, err := c.stat(ctx, p)
+			if err != nil {
+				return "", 0, err
+			}
+			if st == nil {
+				return "", 0, nil
+			}
+			return p, st.EphemeralOwner, nil
+		}
+	}
+	return "", 0, nil
+}
+
+// findAndDelete deletes, in the background, the child of parent that starts
+// with prefix, if it exists: the node of a create whose outcome is unknown.
+func (c *Client) findAndDelete(parent, prefix string) {
+	c.cleanup(func() {
+		c.untilDone(func() (bool, error) {
+			children, _, err := c.zc.Children(parent)
+			if errors.Is(err, zk.ErrNoNode) {
+				return true, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			for _, ch := range children {
+				if strings.HasPrefix(ch, prefix) {
+					err := c.zc.Delete(path.Join(parent, ch), -1)
+					return err == nil || errors.Is(err, zk.ErrNoNode), err
+				}
+			}
+			return true, nil
+		})
+	})
+}
+
+// mkdirs creates parent and its missing ancestors as CONTAINER nodes.
+func (c *Client) mkdirs(ctx context.Context, parent string) error {
+	if parent == "/" {
+		return nil
+	}
+	segs := strings.Split(parent[1:], "/")
+	for i := range segs {
+		p := "/" + strings.Join(segs[:i+1], "/")
+		acl := c.opts.acl(p)
+		_, err := retry(c, ctx, func() (string, error) {
+			return c.zc.CreateContainer(p, nil, zk.FlagContainer, acl)
+		})
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("create parent %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// deleteNode deletes a node the Client created, guaranteed: while the
+// connection is up it deletes at once; if that fails on the network, or the
+// connection is down, the delete goes on in the background until it
+// succeeds, the node is gone, or the Client closes. It returns the error of
+// the attempt made at once, nil when it deleted the node or handed the
+// delete to the background, and zk.ErrNoNode when the node was already gone.
+func (c *Client) deleteNode(p string) error {
+	var err error
+	if s := c.State(); s == StateConnected || s == StateReconnected || s == StateClosed {
+		ctx, cancel := context.WithTimeout(context.Background(), c.sessionTimeout()/3)
+		_, err = await(c, ctx, func() (struct{}, error) {
+			return struct{}{}, c.zc.Delete(p, -1)
+		}, nil)
+		cancel()
+		if err == nil || errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		if !retryable(err) && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+	}
+	c.log.Warn("zklock: delete continues in the background", "path", p, "err", err)
+	c.cleanup(func() {
+		c.untilDone(func() (bool, error) {
+			err := c.zc.Delete(p, -1)
+			return err == nil || errors.Is(err, zk.ErrNoNode), err
+		})
+	})
+	return nil
+}
+
+// untilDone runs op until it reports done, fails with an error that is not
+// connection-level, or the Client closes. Between attempts it waits for the
+// connection state to change, or a back-off of at most a second.
+func (c *Client) untilDone(op func() (bool, error)) {
+	wait := 50 * time.Millisecond
+	for {
+		changed := c.stateChanged()
+		done, err := op()
+		if done {
+			return
+		}
+		if err != nil && !retryable(err) {
+			c.log.Error("zklock: background clean-up gave up", "err", err)
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-c.closing:
+			t.Stop()
+			return
+		case <-changed:
+		case <-t.C:
+		}
+		t.Stop()
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// newUUID returns a random (version 4) UUID in its 36-character form, as
+// java.util.UUID.randomUUID().toString() does.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails on Linux; see crypto/rand
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// isProtected reports whether name has the protection prefix, the test
+// Curator's ProtectedUtils.isProtectedZNode makes.
+func isProtected(name string) bool {
+	if len(name) <= protectedPrefixLen || !strings.HasPrefix(name, protectedPrefix) || name[protectedPrefixLen-1] != '-' {
+		return false
+	}
+	return validUUID(name[len(protectedPrefix) : protectedPrefixLen-1])
+}
+
+func validUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch i {
+		case 8, 13, 18, 23:
+			if s[i] != '-' {
+				return false
+			}
+		default:
+			if !strings.ContainsRune("0123456789abcdefABCDEF", rune(s[i])) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// watchSet shares one ZooKeeper watch per node among all local waiters.
+// go-zookeeper cannot remove a watch, so a waiter that gives up leaves its
+// watch registered until the node changes; sharing bounds those leftovers
+// by the number of distinct watched nodes instead of the number of waits.
+type watchSet struct {
+	mu      sync.Mutex
+	m       map[string]<-chan zk.Event // guarded by mu; unfired watches by path
+	sweepAt int                        // guarded by mu; size that triggers a sweep
+}
+
+// fired reports whether a watch channel has delivered its event. go-zk sends
+// one event and closes the channel, so every waiter still wakes.
+func fired(ch <-chan zk.Event) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// watchNode returns a channel that fires at the next change to the node at
+// p (data change or deletion), or zk.ErrNoNode if it does not exist.
+func (c *Client) watchNode(ctx context.Context, p string) (<-chan zk.Event, error) {
+	ws := &c.watches
+	ws.mu.Lock()
+	if ch, ok := ws.m[p]; ok {
+		if !fired(ch) {
+			ws.mu.Unlock()
+			return ch, nil
+		}
+		delete(ws.m, p)
+	}
+	ws.mu.Unlock()
+	type got struct{ ch <-chan zk.Event }
+	keep := func(g got, err error) {
+		if err == nil {
+			ws.put(p, g.ch)
+		}
+	}
+	g, err := await(c, ctx, func() (got, error) {
+		_, _, ch, err := c.zc.GetW(p)
+		return got{ch}, err
+	}, keep)
+	if err != nil {
+		return nil, closedErr(err)
+	}
+	keep(g, nil)
+	return g.ch, nil
+}
+
+func (ws *watchSet) put(p string, ch <-chan zk.Event) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.m[p] = ch
+	if len(ws.m) >= ws.sweepAt {
+		for k, v := range ws.m {
+			if fired(v) {
+				delete(ws.m, k)
+			}
+		}
+		ws.sweepAt = 2*len(ws.m) + 64
+	}
+}

@@ -1,0 +1,201 @@
+package zklock_test
+
+import (
+	"context"
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/zktest"
+)
+
+// A create whose response is lost is found again by its protected prefix:
+// no second node, no orphan.
+func TestIntegration_ProtectedCreateLostResponse(t *testing.T) {
+	e := setup(t)
+	e.create(e.root + "/lost-response") // so the first create is the one that loses its response
+	c, f := e.faultClient()
+	m := e.mutex(c, "/lost-response")
+	f.setCreate(lostResponse(f))
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, f.creates.Load(), "the retry found the node instead of creating another")
+	children := e.children(e.root + "/lost-response")
+	require.Len(t, children, 1)
+	assert.Equal(t, path.Base(m.LockPath(h)), children[0])
+	require.NoError(t, m.Release(h))
+}
+
+// CURATOR-498: the node found by prefix belongs to another (dying) session.
+// It is deleted, and a new node with a new UUID is created in ours.
+func TestIntegration_ProtectedCreateFindsOtherSessionsNode(t *testing.T) {
+	e := setup(t)
+	other := zktest.ConnectT(t, e.servers)
+	e.create(e.root + "/stale-session")
+	c, f := e.faultClient()
+	m := e.mutex(c, "/stale-session")
+	var stale string
+	f.setCreate(func(_ zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+		f.setCreate(nil)
+		var err error
+		stale, err = other.Create(p, data, flags, acl) // as if made by the old session
+		if err != nil {
+			return "", err
+		}
+		return "", zk.ErrConnectionClosed
+	})
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	require.NotEmpty(t, stale)
+	assert.NotEqual(t, stale, m.LockPath(h))
+	assert.NotEqual(t, path.Base(stale)[:40], path.Base(m.LockPath(h))[:40], "a new UUID")
+	ok, _, err := e.admin.Exists(stale)
+	require.NoError(t, err)
+	assert.False(t, ok, "the other session's node was deleted")
+	_, st, err := e.admin.Exists(m.LockPath(h))
+	require.NoError(t, err)
+	assert.Equal(t, c.Conn().SessionID(), st.EphemeralOwner)
+	require.NoError(t, m.Release(h))
+}
+
+// When the retry policy gives up on a create whose outcome is unknown, the
+// node it may have made is found and deleted in the background.
+func TestIntegration_ProtectedCreateGivesUp(t *testing.T) {
+	e := setup(t)
+	c, f := e.faultClient(zklock.WithRetryPolicy(zklock.RetryNTimes{N: 0}))
+	m := e.mutex(c, "/gives-up")
+	f.setCreate(func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+		if _, err := real.Create(p, data, flags, acl); err != nil {
+			return "", err
+		}
+		return "", zk.ErrConnectionClosed
+	})
+	_, err := m.Acquire(context.Background())
+	require.ErrorIs(t, err, zk.ErrConnectionClosed)
+	require.Eventually(t, func() bool { return len(e.children(e.root+"/gives-up")) == 0 },
+		10*time.Second, 10*time.Millisecond, "the orphan is cleaned up")
+}
+
+// ctx ends while the create is in flight: Acquire returns at once, and the
+// node the create makes afterwards is deleted.
+func TestIntegration_ProtectedCreateAbandoned(t *testing.T) {
+	e := setup(t)
+	e.create(e.root + "/abandoned-create")
+	c, f := e.faultClient()
+	m := e.mutex(c, "/abandoned-create")
+	unblock := make(chan struct{})
+	created := make(chan string, 1)
+	f.setCreate(func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+		<-unblock
+		name, err := real.Create(p, data, flags, acl)
+		created <- name
+		return name, err
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	got := acquireAsync(ctx, m)
+	require.Eventually(t, func() bool { return f.creates.Load() == 1 }, 10*time.Second, time.Millisecond)
+	cancel()
+	a := await(t, got, 5*time.Second)
+	require.ErrorIs(t, a.err, context.Canceled)
+	close(unblock)
+	require.NotEmpty(t, <-created)
+	require.Eventually(t, func() bool { return len(e.children(e.root+"/abandoned-create")) == 0 },
+		10*time.Second, 10*time.Millisecond, "the late node is deleted")
+}
+
+// A release whose delete fails on the network returns, and the delete goes
+// on in the background until the node is gone.
+func TestIntegration_GuaranteedDelete(t *testing.T) {
+	e := setup(t)
+	c, f := e.faultClient()
+	m := e.mutex(c, "/guaranteed")
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	f.mu.Lock()
+	f.deleteFails = 3
+	f.mu.Unlock()
+	require.NoError(t, m.Release(h))
+	assert.False(t, m.IsAcquiredInThisProcess())
+	assert.ErrorIs(t, context.Cause(h), zklock.ErrReleased)
+	require.Eventually(t, func() bool { return len(e.children(e.root+"/guaranteed")) == 0 },
+		10*time.Second, 10*time.Millisecond, "the background delete succeeds")
+	f.mu.Lock()
+	assert.Zero(t, f.deleteFails)
+	f.mu.Unlock()
+}
+
+// Operations that fail with a connection loss are retried under the retry
+// policy, and fail with the connection error once it gives up.
+func TestIntegration_ConnectionLossRetries(t *testing.T) {
+	e := setup(t)
+	c, f := e.faultClient(zklock.WithRetryPolicy(zklock.RetryNTimes{N: 2, Sleep: 10 * time.Millisecond}))
+	m := e.mutex(c, "/retries")
+	f.mu.Lock()
+	f.listFails = 2
+	f.mu.Unlock()
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err, "two failures are within the policy")
+	parts, err := m.Participants(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, parts, 1)
+
+	f.mu.Lock()
+	f.listFails = 3
+	f.mu.Unlock()
+	_, err = m.Participants(context.Background())
+	require.ErrorIs(t, err, zk.ErrConnectionClosed, "three failures exhaust it")
+	assert.ErrorContains(t, err, e.root+"/retries")
+	require.NoError(t, m.Release(h))
+}
+
+// Lock parents are CONTAINER nodes: the server reaps them once empty, and
+// fencing tokens still increase across the re-creation, though the
+// sequence numbers start again.
+func TestIntegration_MutexContainerParentsReaped(t *testing.T) {
+	cluster := zktest.StartT(t, zktest.Config{ContainerCheckInterval: 100 * time.Millisecond})
+	e := setupOn(t, cluster)
+	m := e.mutex(e.client(), "/reap/lock")
+	bg := context.Background()
+
+	var lastToken int64
+	for round := range 2 {
+		h, err := m.Acquire(bg)
+		require.NoError(t, err)
+		tok, err := m.Token(h)
+		require.NoError(t, err)
+		assert.Greater(t, tok, lastToken, "round %d", round)
+		lastToken = tok
+		assert.Regexp(t, `-lock-0000000000$`, path.Base(m.LockPath(h)), "a new container starts its sequence at 0")
+		for _, p := range []string{e.root + "/reap", e.root + "/reap/lock"} {
+			_, st, err := e.admin.Exists(p)
+			require.NoError(t, err)
+			// go-zk's Stat has no mode; containers report no ephemeral owner.
+			assert.Zero(t, st.EphemeralOwner, p)
+		}
+		require.NoError(t, m.Release(h))
+		require.Eventually(t, func() bool {
+			ok, _, err := e.admin.Exists(e.root + "/reap")
+			return err == nil && !ok
+		}, 20*time.Second, 20*time.Millisecond, "empty containers are reaped")
+	}
+}
+
+func TestProtectedNames(t *testing.T) {
+	for range 100 {
+		id := zklock.NewUUIDForTest()
+		require.Len(t, id, 36)
+		assert.Equal(t, strings.ToLower(id), id)
+		assert.Equal(t, byte('4'), id[14], "version 4")
+		assert.Contains(t, "89ab", string(id[19]), "RFC 4122 variant")
+		assert.True(t, zklock.IsProtected("_c_"+id+"-lock-0000000001"))
+	}
+	assert.False(t, zklock.IsProtected("_c_"+strings.Repeat("a", 36)+"-lock-"))
+	assert.False(t, zklock.IsProtected("lock-0000000001"))
+	assert.False(t, zklock.IsProtected("_c_0123456789abcdef0123456789abcdef-lock-0000000005"))
+	assert.False(t, zklock.IsProtected(uuidA))
+}
