@@ -160,14 +160,30 @@ func newClient(o options) *Client {
 }
 
 // Conn returns the underlying connection, for operations the recipes do not
-// cover, such as a Multi guarded by [Mutex.CheckOp].
-func (c *Client) Conn() *zk.Conn { return c.conn }
+// cover, such as a Multi guarded by [Mutex.CheckOp]. It is nil for a Client
+// not made by Connect or NewClient.
+func (c *Client) Conn() *zk.Conn {
+	if c == nil {
+		return nil
+	}
+	return c.conn
+}
+
+// errZeroClient is returned for a nil Client, or one not made by Connect or
+// NewClient.
+var errZeroClient = fmt.Errorf("nil or zero Client (use Connect or NewClient): %w", ErrInvalidArgument)
+
+// zero reports whether c was not made by Connect or NewClient.
+func (c *Client) zero() bool { return c == nil || c.closing == nil }
 
 // Close ends every hold (their contexts are cancelled with ErrLockLost and
 // ErrClosed) and every wait (Acquire returns ErrClosed), deletes the
 // Client's lock nodes, closes the connection if Connect opened it, and waits
 // for the Client's goroutines. It is idempotent and always returns nil.
 func (c *Client) Close() error {
+	if c.zero() {
+		return nil
+	}
 	c.closeOnce.Do(func() {
 		c.transition(func() bool {
 			c.state = StateClosed
@@ -201,6 +217,9 @@ func (c *Client) Close() error {
 // usable returns ErrClosed (or the NewClient option error) when the Client
 // cannot serve recipes.
 func (c *Client) usable() error {
+	if c.zero() {
+		return errZeroClient
+	}
 	if c.initErr != nil {
 		return c.initErr
 	}
@@ -210,6 +229,25 @@ func (c *Client) usable() error {
 	default:
 		return nil
 	}
+}
+
+// recipeData checks what a recipe constructor needs of c and of its path
+// p, and returns the data of the recipe's nodes: data, or if it is nil the
+// Client's default. what names the recipe in errors.
+func (c *Client) recipeData(what, p string, data []byte) ([]byte, error) {
+	if c.zero() {
+		return nil, fmt.Errorf("zklock: %s %s: %w", what, quotePath(p), errZeroClient)
+	}
+	if c.initErr != nil {
+		return nil, c.initErr
+	}
+	if err := validatePath(p); err != nil {
+		return nil, err
+	}
+	if data == nil {
+		data = c.opts.nodeData
+	}
+	return data, checkRequest(what, p, c.fullPath(p), data)
 }
 
 // goFunc runs f on a goroutine that Close waits for. It reports false, and

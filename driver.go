@@ -53,7 +53,7 @@ type StandardDriver struct{}
 // "_c_<uuid>-<lock name><sequence>", creating missing parents as CONTAINER
 // nodes.
 func (StandardDriver) CreateNode(ctx context.Context, c *Client, path string, data []byte) (string, error) {
-	return c.createProtected(ctx, path, data, zk.FlagEphemeral|zk.FlagSequence)
+	return c.createProtected(ctx, path, data, zk.FlagEphemeral|zk.FlagSequence, "")
 }
 
 // GetsTheLock implements [Driver].

@@ -1,6 +1,10 @@
 package zklock
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Every error the package returns for one of these
 // conditions wraps the sentinel, so check with [errors.Is]. Wrapped errors
@@ -45,3 +49,26 @@ var (
 	// Acquire that was waiting when the Client was closed.
 	ErrClosed = errors.New("zklock: client closed")
 )
+
+// opErr names the operation and the path in err. When ctx has ended and
+// err wraps ctx.Err(), it also wraps the context's own cause, if it has
+// one, so that errors.Is finds both.
+func opErr(ctx context.Context, op, path string, err error) error {
+	if ctx != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		if cause := context.Cause(ctx); cause != ctx.Err() && !errors.Is(err, cause) {
+			return fmt.Errorf("zklock: %s %s: %w (%w)", op, path, err, cause)
+		}
+	}
+	return fmt.Errorf("zklock: %s %s: %w", op, path, err)
+}
+
+// joinErrs returns the one error that is not nil, or both joined.
+func joinErrs(a, b error) error {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return errors.Join(a, b)
+}

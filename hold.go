@@ -4,64 +4,223 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
 )
 
-// hold is one participant's ownership of a Mutex.
-type hold struct {
-	node   *lockNode               // written once before the hold is published
-	ctx    context.Context         // the hold context; carries the hold
-	cancel context.CancelCauseFunc // ends ctx
-	stop   chan struct{}           // closed when the hold ends; stops the monitor
+// errLostClosed is why a hold ends when its Client closes.
+var errLostClosed = fmt.Errorf("%w: %w", ErrLockLost, ErrClosed)
 
-	count int   // guarded by Mutex.mu; Releases still owed
-	lost  error // guarded by Mutex.mu; why the hold was lost, nil while it stands
+// hold is one ownership of a lock, shared by every recipe: of a node (a
+// Mutex side, a lease) or of other holds (a MultiLock). It owns the context
+// that carries the ownership and ends it once, with cause ErrReleased or
+// ErrLockLost; it gives up what it owns exactly once, whichever ending
+// comes first; and, for a node, it runs the one goroutine that watches for
+// the loss.
+type hold struct {
+	// Written once by newHold, read-only after.
+	c      *Client                 // nil for a hold of other holds
+	name   string                  // names the hold in errors, such as "lock /a"
+	node   *lockNode               // nil for a hold of other holds
+	ctx    context.Context         // carries the hold; cancelled when it ends
+	cancel context.CancelCauseFunc // ends ctx
+	live   *atomic.Int32           // the owner's count of live holds
+	free   func() error            // gives up what the hold owns; run once
+
+	freeOnce sync.Once
+	freeErr  error // written inside freeOnce
+
+	mu    sync.Mutex // protects the fields below
+	count int        // Releases still owed
+	ended bool       // released or lost
+	lost  error      // why the hold was lost, nil otherwise
 }
 
-// holdKey finds a Mutex's hold in a context.
-type holdKey struct{ m *Mutex }
+// holdKey finds the hold of owner (a *Mutex, *SemaphoreMutex or
+// *MultiLock) in the context that carries it.
+type holdKey struct{ owner any }
 
-// monitor watches a held node until stop is closed, and calls onLost once
-// if the hold ends otherwise: the node is deleted, the session is lost, or
-// (under StandardPolicy) the connection is suspended.
-func (li *lockInternals) monitor(n *lockNode, snap snapshot, stop <-chan struct{}, onLost func(error), onRevoke func()) {
-	c := li.c
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-		case <-ctx.Done():
-		}
-		cancel()
-	}()
+// newHold returns a live hold with one Release owed. Its context keeps the
+// values of parent but not its cancellation, and carries the hold under
+// key, if key is not nil. Without a free function, it deletes node.
+func newHold(c *Client, parent context.Context, key any, name string, node *lockNode, live *atomic.Int32, free func() error) *hold {
+	h := &hold{c: c, name: name, node: node, live: live, free: free, count: 1}
+	h.ctx, h.cancel = context.WithCancelCause(context.WithoutCancel(parent))
+	if key != nil {
+		h.ctx = context.WithValue(h.ctx, key, h)
+	}
+	if h.free == nil {
+		h.free = h.deleteNode
+	}
+	live.Add(1)
+	return h
+}
+
+// holdIn returns the hold of owner that ctx carries, live or not.
+func holdIn(ctx context.Context, owner any) *hold {
+	if ctx == nil {
+		return nil
+	}
+	h, _ := ctx.Value(holdKey{owner}).(*hold)
+	return h
+}
+
+// watch starts the goroutine that ends the hold when it is lost. It
+// reports false, and loses the hold, once the Client has begun to close.
+func (h *hold) watch(snap snapshot, onRevoke func()) bool {
+	if h.c.goFunc(func() { h.monitor(snap, onRevoke) }) {
+		return true
+	}
+	h.lose(errLostClosed)
+	return false
+}
+
+// monitor follows the held node until the hold ends, and loses the hold
+// when the node is deleted, the session is lost, or (under StandardPolicy)
+// the connection is suspended.
+func (h *hold) monitor(snap snapshot, onRevoke func()) {
+	c := h.c
 	for {
 		stateCh := c.stateChanged()
 		if err := c.holdLost(snap); err != nil {
-			onLost(err)
+			h.lose(err)
 			return
 		}
 		select {
-		case ev := <-n.own:
-			if err := li.ownEvent(ctx, n, ev, onRevoke); err != nil {
-				if ctx.Err() != nil {
-					return // released while we looked
-				}
-				if errors.Is(err, errNodeGone) {
-					err = fmt.Errorf("%w: node %s deleted", ErrLockLost, c.relPath(n.path))
-				} else if errors.Is(err, ErrClosed) {
-					err = fmt.Errorf("%w: %w", ErrLockLost, ErrClosed)
-				} else {
-					err = fmt.Errorf("%w: %w", ErrLockLost, err)
-				}
-				onLost(err)
-				return
+		case ev := <-h.node.own:
+			err := ownEvent(h.ctx, c, h.node, ev, onRevoke)
+			if err == nil {
+				continue
 			}
+			if h.ctx.Err() != nil {
+				return // released while we looked
+			}
+			switch {
+			case errors.Is(err, errNodeGone):
+				err = fmt.Errorf("%w: node %s deleted", ErrLockLost, c.relPath(h.node.path))
+			case errors.Is(err, ErrClosed):
+				err = errLostClosed
+			default:
+				err = fmt.Errorf("%w: %w", ErrLockLost, err)
+			}
+			h.lose(err)
+			return
 		case <-stateCh:
-		case <-stop:
+		case <-h.ctx.Done():
 			return
 		case <-c.closing:
-			onLost(fmt.Errorf("%w: %w", ErrLockLost, ErrClosed))
+			h.lose(errLostClosed)
 			return
 		}
 	}
+}
+
+// enter counts a re-entry. It reports false if the hold has ended.
+func (h *hold) enter() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ended {
+		return false
+	}
+	h.count++
+	return true
+}
+
+// isLive reports whether the hold stands: neither released nor lost.
+func (h *hold) isLive() bool {
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.ended
+}
+
+// check returns nil while the hold stands, its loss if it was lost, and
+// ErrNotHeld once it is released. what and path name the operation.
+func (h *hold) check(what, path string) error {
+	if h == nil {
+		return fmt.Errorf("zklock: %s %s: %w", what, path, ErrNotHeld)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.lost != nil:
+		return h.lost
+	case h.ended:
+		return fmt.Errorf("zklock: %s %s: %w", what, path, ErrNotHeld)
+	}
+	return nil
+}
+
+// release gives up one Release owed. The last one ends the hold with cause
+// ErrReleased and frees what it owns. A lost hold returns its loss (after
+// its freeing is done) for each Release still owed, and every hold returns
+// ErrNotHeld once nothing is owed.
+func (h *hold) release(path string) error {
+	h.mu.Lock()
+	if h.count == 0 {
+		h.mu.Unlock()
+		return fmt.Errorf("zklock: release %s: %w", path, ErrNotHeld)
+	}
+	h.count--
+	if lost := h.lost; lost != nil {
+		h.mu.Unlock()
+		h.freed()
+		return lost
+	}
+	if h.count > 0 {
+		h.mu.Unlock()
+		return nil
+	}
+	h.endLocked(ErrReleased)
+	h.mu.Unlock()
+	return h.freed()
+}
+
+// lose ends the hold with err, which wraps ErrLockLost, and frees what it
+// owns: a node that still exists must not block the queue.
+func (h *hold) lose(err error) {
+	h.mu.Lock()
+	if h.ended {
+		h.mu.Unlock()
+		return
+	}
+	h.lost = fmt.Errorf("zklock: %s: %w", h.name, err)
+	h.endLocked(h.lost)
+	h.mu.Unlock()
+	if h.c != nil {
+		h.c.log.Warn("zklock: hold lost", "hold", h.name, "err", err)
+	}
+	h.freed()
+}
+
+// endLocked marks the hold ended and cancels its context with cause; h.mu
+// must be held.
+func (h *hold) endLocked(cause error) {
+	h.ended = true
+	h.live.Add(-1)
+	h.cancel(cause)
+}
+
+// freed frees what the hold owns, once, and returns the outcome; callers
+// that come later wait for the first.
+func (h *hold) freed() error {
+	h.freeOnce.Do(func() { h.freeErr = h.free() })
+	return h.freeErr
+}
+
+// deleteNode is the free function of a node hold: a guaranteed delete. A
+// node found already gone means the hold had been lost unseen.
+func (h *hold) deleteNode() error {
+	err := h.c.deleteNode(h.node.path)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return fmt.Errorf("zklock: %s: %w: node already gone", h.name, ErrLockLost)
+	case err != nil:
+		return fmt.Errorf("zklock: %s: %w", h.name, err)
+	}
+	return nil
 }

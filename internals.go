@@ -8,7 +8,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -23,8 +22,8 @@ var errNodeGone = errors.New("zklock: lock node vanished")
 
 // lockInternals is the engine under every lock recipe. It queues a
 // sequential node under basePath, decides with its Driver whether the node
-// holds the lock, and waits for the node it must watch. It is the only
-// place that waits.
+// holds the lock, and waits for the node it must watch. Its waiter is the
+// only place in the package that waits for ZooKeeper.
 type lockInternals struct {
 	c         *Client
 	basePath  string // full ZooKeeper path of the lock (namespace included)
@@ -42,105 +41,97 @@ type lockNode struct {
 	own     <-chan zk.Event // data watch on the node itself
 }
 
+// acquireReq is what a recipe asks of the engine.
+type acquireReq struct {
+	data     []byte     // node data
+	try      bool       // decide once, never wait: ErrLocked instead
+	onRevoke func()     // runs when someone asks the holder to release; may be nil
+	at       *placement // take this node at once instead of queueing; may be nil
+}
+
+// placement is a node that a recipe's rules entitle a context to take at
+// once, without queueing, for as long as the node at guard exists: a read
+// node in the place of the write node that its context holds (a downgrade).
+type placement struct {
+	name  string // node name, before the protection prefix
+	guard string // full path of the node that must still exist
+}
+
 // acquire queues a node and waits until it holds the lock, ctx ends, or the
-// Client closes. With try it does not wait and returns ErrLocked instead.
-// onRevoke, if not nil, runs when someone asks the node's holder to release.
-// Every failure deletes the node it created.
-func (li *lockInternals) acquire(ctx context.Context, data []byte, try bool, onRevoke func()) (*lockNode, snapshot, error) {
+// Client closes. Every failure deletes the node it created; a node that
+// vanished while it waited is queued again, under the retry policy.
+func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (*lockNode, snapshot, error) {
 	c := li.c
 	if err := c.usable(); err != nil {
 		return nil, snapshot{}, err
 	}
-	if try {
+	if req.at != nil {
+		return li.acquireAt(ctx, req)
+	}
+	if req.try {
 		// Peek first: when the lock is visibly taken, fail without writing.
-		if held, err := li.peek(ctx); err != nil {
+		free, err := li.peek(ctx)
+		if err != nil {
 			return nil, snapshot{}, err
-		} else if !held {
+		}
+		if !free {
 			return nil, snapshot{}, ErrLocked
 		}
 	}
 	r := newRetrier(c.opts.retry)
 	for {
-		p, err := li.driver.CreateNode(ctx, c, path.Join(li.basePath, li.lockName), data)
+		p, err := li.driver.CreateNode(ctx, c, path.Join(li.basePath, li.lockName), req.data)
 		if err != nil {
 			return nil, snapshot{}, closedErr(err)
 		}
 		n := &lockNode{path: p, name: path.Base(p)}
-		snap, err := li.waitOrClean(ctx, n, try, onRevoke)
+		snap, err := li.waitOrClean(ctx, n, req)
 		if err == nil {
 			return n, snap, nil
 		}
+		// Every exit after the create deletes the node, whatever the reason;
+		// a vanished node may be an old session's node that is still dying.
+		c.deleteNode(p)
 		if !errors.Is(err, errNodeGone) {
-			// Every exit after the create deletes the node, whatever the
-			// reason: a cancelled ctx, a closed Client, a failed read.
-			// Cleanup runs detached from ctx, which may be done.
-			c.deleteNode(p)
 			return nil, snapshot{}, err
 		}
-		c.deleteNode(p) // it may be an old session's node that is still dying
-		if ok, werr := r.next(ctx, c.closing); !ok {
-			if werr != nil {
-				return nil, snapshot{}, werr
-			}
-			return nil, snapshot{}, fmt.Errorf("lock node %s vanished and the retry policy gave up: %w", p, zk.ErrNoNode)
+		if err := r.again(ctx, c.closing, "lock node "+p); err != nil {
+			return nil, snapshot{}, err
 		}
 	}
 }
 
-// relistAfterDelete reports whether the engine must list the children
-// again after the watched child is deleted, instead of dropping it from its
-// list. It must for a driver that says so, and for more than one lease:
-// the standard predicate then watches a node maxLeases places ahead, so
-// deletions between it and ours go unseen.
-func (li *lockInternals) relistAfterDelete(child string) bool {
-	if rl, ok := li.driver.(relister); ok {
-		return rl.relistAfterDelete(child)
-	}
-	return li.maxLeases > 1
-}
-
-// relister is implemented by internal drivers whose locks can gain a node
-// that sorts before an existing one: the write-to-read downgrade creates a
-// read node with the sequence of the write node it replaces.
-type relister interface {
-	// relistAfterDelete reports whether the deletion of the watched child
-	// may have been preceded by such a node.
-	relistAfterDelete(child string) bool
-}
-
-// acquireAt creates a non-sequential node named name (protected) under the
-// lock and grants it at once. The caller has made sure that the node is
-// entitled to the lock, as a downgrade is.
-func (li *lockInternals) acquireAt(ctx context.Context, name string, data []byte, onRevoke func()) (*lockNode, snapshot, error) {
+// acquireAt creates the node req.at names, non-sequential and protected,
+// in one transaction with a check that req.at.guard still exists, and
+// grants it at once.
+func (li *lockInternals) acquireAt(ctx context.Context, req acquireReq) (*lockNode, snapshot, error) {
 	c := li.c
-	if err := c.usable(); err != nil {
-		return nil, snapshot{}, err
-	}
-	p, err := c.createProtected(ctx, path.Join(li.basePath, name), data, zk.FlagEphemeral)
+	snap := c.snapshot()
+	p, err := c.createProtected(ctx, path.Join(li.basePath, req.at.name), req.data, zk.FlagEphemeral, req.at.guard)
 	if err != nil {
 		return nil, snapshot{}, closedErr(err)
 	}
 	n := &lockNode{path: p, name: path.Base(p)}
-	if err := li.watchOwn(ctx, n, onRevoke); err != nil {
+	if err := li.watchOwn(ctx, n, req.onRevoke); err != nil {
 		c.deleteNode(p)
 		if errors.Is(err, errNodeGone) {
 			err = fmt.Errorf("node %s vanished: %w", p, zk.ErrNoNode)
 		}
 		return nil, snapshot{}, err
 	}
-	return n, c.snapshot(), nil
+	return n, snap, nil
 }
 
 // waitOrClean is wait, deleting the node if a user callback (a Driver)
 // panics, before the panic goes on.
-func (li *lockInternals) waitOrClean(ctx context.Context, n *lockNode, try bool, onRevoke func()) (snapshot, error) {
+func (li *lockInternals) waitOrClean(ctx context.Context, n *lockNode, req acquireReq) (snapshot, error) {
 	done := false
 	defer func() {
 		if !done {
 			li.c.deleteNode(n.path)
 		}
 	}()
-	snap, err := li.wait(ctx, n, try, onRevoke)
+	snap, err := li.wait(ctx, n, req)
 	done = true
 	return snap, err
 }
@@ -161,129 +152,49 @@ func (li *lockInternals) peek(ctx context.Context) (bool, error) {
 	return res.Acquired, nil
 }
 
-// wait decides whether n holds the lock and, unless try, waits until it
-// does. It lists the children once: nodes created later sort after n, so
-// the only later change that matters is that nodes before n disappear, and
-// wait learns of those from the one node it watches at a time.
-func (li *lockInternals) wait(ctx context.Context, n *lockNode, try bool, onRevoke func()) (snapshot, error) {
-	c := li.c
-	// pre is taken before each read the verdict rests on: a grant stands
-	// only if nothing (a suspension, a new session) happened since, and the
-	// hold is measured against it, so a change after the last read ends it.
-	pre := c.snapshot()
-	if err := li.watchOwn(ctx, n, onRevoke); err != nil {
+// wait learns n's fencing token and sets its own watch, then waits until
+// the driver grants n the lock (or, with try, decides once).
+func (li *lockInternals) wait(ctx context.Context, n *lockNode, req acquireReq) (snapshot, error) {
+	if err := li.watchOwn(ctx, n, req.onRevoke); err != nil {
 		return snapshot{}, err
 	}
+	w := waiter{c: li.c, own: n, session: n.session, onRevoke: req.onRevoke, try: req.try}
+	return w.run(ctx, func(ctx context.Context) (verdict, error) { return li.decide(ctx, n, req.try) })
+}
+
+// decide lists the children once and asks the driver about n. When n must
+// wait, it watches the one node the driver names; if that node is already
+// gone, the verdict asks to decide again at once.
+func (li *lockInternals) decide(ctx context.Context, n *lockNode, try bool) (verdict, error) {
 	children, err := li.sortedChildren(ctx)
 	if err != nil {
-		return snapshot{}, err
+		return verdict{}, err
 	}
-	recheck := false // confirm our node before trusting the cached children
-	for {
-		if err := c.usable(); err != nil {
-			return snapshot{}, err // a closing Client grants nothing more
-		}
-		if recheck {
-			pre = c.snapshot()
-			if err := li.checkOwn(ctx, n); err != nil {
-				if !retryable(err) {
-					return snapshot{}, err
-				}
-				// While the session lives our node does too: keep waiting
-				// for the connection for as long as ctx allows.
-				if err := c.awaitConnected(ctx, time.Hour); err != nil {
-					return snapshot{}, err
-				}
-				continue
-			}
-			recheck = false
-		}
-		res, err := li.driver.GetsTheLock(children, n.name, li.maxLeases)
-		if err != nil {
-			if errors.Is(err, zk.ErrNoNode) {
-				return snapshot{}, errNodeGone
-			}
-			return snapshot{}, err
-		}
-		if res.Acquired {
-			select {
-			case ev := <-n.own: // an event on our node comes first
-				if err := li.ownEvent(ctx, n, ev, onRevoke); err != nil {
-					return snapshot{}, err
-				}
-				continue
-			default:
-			}
-			if err := ctx.Err(); err != nil {
-				return snapshot{}, err // ctx ended first: no grant
-			}
-			if pre.session != n.session && n.session != 0 {
-				return snapshot{}, errNodeGone
-			}
-			if c.holdLost(pre) != nil {
-				recheck = true // suspended since the last read: look again
-				continue
-			}
-			return pre, nil
-		}
-		if try {
-			return snapshot{}, ErrLocked
-		}
-		if !slices.Contains(children, res.Watch) {
-			return snapshot{}, fmt.Errorf("driver asked to watch %q, which is not a child of %s: %w", res.Watch, li.basePath, ErrInvalidArgument)
-		}
-		stateCh := c.stateChanged()
-		pre = c.snapshot()
-		pred, err := c.watchNode(ctx, path.Join(li.basePath, res.Watch))
-		if errors.Is(err, zk.ErrNoNode) {
-			if li.relistAfterDelete(res.Watch) {
-				// A node can appear ahead of ours in its place (a
-				// downgrade): look at the children again.
-				if children, err = li.sortedChildren(ctx); err != nil {
-					return snapshot{}, err
-				}
-				continue
-			}
-			children = slices.DeleteFunc(children, func(s string) bool { return s == res.Watch })
-			continue
-		}
-		if retryable(err) {
-			recheck = true
-			continue
-		}
-		if err != nil {
-			return snapshot{}, err
-		}
-		select {
-		case <-pred:
-			// The predecessor changed or went away; the next round finds
-			// out which when it watches it again.
-		case ev := <-n.own:
-			if err := li.ownEvent(ctx, n, ev, onRevoke); err != nil {
-				return snapshot{}, err
-			}
-		case <-stateCh:
-			if s := c.State(); s == StateReconnected || s == StateLost {
-				// Our node survives a reconnect with the same session; a
-				// new session means it is gone. Check rather than guess.
-				recheck = true
-			}
-		case <-ctx.Done():
-			// If the predecessor went away at this same moment we may now
-			// hold the lock. ctx ending "happened before" that, so we
-			// pretend we did not get it: the caller deletes our node,
-			// which releases the lock if we held it.
-			return snapshot{}, ctx.Err()
-		case <-c.closing:
-			return snapshot{}, ErrClosed
-		}
+	res, err := li.driver.GetsTheLock(children, n.name, li.maxLeases)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return verdict{}, errNodeGone
+	case err != nil:
+		return verdict{}, err
+	case res.Acquired || try:
+		return verdict{granted: res.Acquired}, nil
+	case !slices.Contains(children, res.Watch):
+		return verdict{}, fmt.Errorf("driver asked to watch %q, which is not a child of %s: %w", res.Watch, li.basePath, ErrInvalidArgument)
 	}
+	ch, err := li.c.watchNode(ctx, path.Join(li.basePath, res.Watch))
+	if errors.Is(err, zk.ErrNoNode) {
+		return verdict{again: true}, nil
+	}
+	return verdict{watch: ch}, err
 }
 
 // watchOwn sets the data watch on n, learns its fencing token and owner,
 // and reports a pending revocation.
 func (li *lockInternals) watchOwn(ctx context.Context, n *lockNode, onRevoke func()) error {
-	c := li.c
+	return watchOwn(ctx, li.c, n, onRevoke)
+}
+
+func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func()) error {
 	type got struct {
 		data []byte
 		stat *zk.Stat
@@ -320,7 +231,7 @@ func (li *lockInternals) watchOwn(ctx context.Context, n *lockNode, onRevoke fun
 }
 
 // ownEvent handles an event of the watch on our own node.
-func (li *lockInternals) ownEvent(ctx context.Context, n *lockNode, ev zk.Event, onRevoke func()) error {
+func ownEvent(ctx context.Context, c *Client, n *lockNode, ev zk.Event, onRevoke func()) error {
 	switch {
 	case ev.Type == zk.EventNodeDeleted:
 		return errNodeGone
@@ -330,23 +241,7 @@ func (li *lockInternals) ownEvent(ctx context.Context, n *lockNode, ev zk.Event,
 		return ErrClosed
 	}
 	// Data changed (a revocation request, or any write): watch again.
-	return li.watchOwn(ctx, n, onRevoke)
-}
-
-// checkOwn confirms after a reconnect that n still exists in our session.
-func (li *lockInternals) checkOwn(ctx context.Context, n *lockNode) error {
-	c := li.c
-	st, err := c.stat(ctx, n.path)
-	if err != nil {
-		return err
-	}
-	if st == nil || st.Czxid != n.czxid {
-		return errNodeGone
-	}
-	if st.EphemeralOwner != 0 && st.EphemeralOwner != c.snapshot().session {
-		return errNodeGone // an old session's node, about to be deleted
-	}
-	return nil
+	return watchOwn(ctx, c, n, onRevoke)
 }
 
 // sortedChildren lists the lock's children in the driver's order. A
@@ -365,4 +260,118 @@ func (li *lockInternals) sortedChildren(ctx context.Context) ([]string, error) {
 	}
 	sortChildren(children, li.lockName, li.driver)
 	return children, nil
+}
+
+// verdict is one decision of a waiter's decide step.
+type verdict struct {
+	granted bool            // the wait is over
+	again   bool            // decide again at once (the watched node is gone)
+	watch   <-chan zk.Event // otherwise, fires when it is worth deciding again
+}
+
+// waiter is the engine's one waiting loop, shared by the lock queue and the
+// semaphore's leases. Its decide step reads ZooKeeper once and either
+// grants or names what to wait for; the waiter confirms a grant against
+// what happened meanwhile, waits for the next event, and recovers after a
+// disconnect, for as long as ctx allows.
+type waiter struct {
+	c        *Client
+	own      *lockNode // our node, whose events come first; may be nil
+	session  int64     // the session our nodes belong to
+	onRevoke func()
+	try      bool
+}
+
+// run decides until decide grants, fails, or (with try) once.
+func (w *waiter) run(ctx context.Context, decide func(context.Context) (verdict, error)) (snapshot, error) {
+	c := w.c
+	for {
+		if err := c.usable(); err != nil {
+			return snapshot{}, err // a closing Client grants nothing more
+		}
+		// pre is taken before the read the verdict rests on: a grant stands
+		// only if nothing (a suspension, a new session) happened since, and
+		// the hold is measured against it, so a later change ends it.
+		stateCh, pre := c.stateChanged(), c.snapshot()
+		v, err := decide(ctx)
+		if retryable(err) {
+			if err := w.recover(ctx); err != nil {
+				return snapshot{}, err
+			}
+			continue
+		}
+		switch {
+		case err != nil:
+			return snapshot{}, err
+		case v.granted:
+			ok, err := w.confirm(ctx, pre)
+			if ok || err != nil {
+				return pre, err
+			}
+		case w.try:
+			return snapshot{}, ErrLocked
+		case !v.again && v.watch != nil:
+			if err := w.await(ctx, v.watch, stateCh); err != nil {
+				return snapshot{}, err
+			}
+		}
+	}
+}
+
+// confirm reports whether a grant decided after pre stands. An event on our
+// node comes first; a ctx that ended first wins over the grant; and a
+// suspension since pre means deciding again.
+func (w *waiter) confirm(ctx context.Context, pre snapshot) (bool, error) {
+	if w.own != nil {
+		select {
+		case ev := <-w.own.own:
+			return false, ownEvent(ctx, w.c, w.own, ev, w.onRevoke)
+		default:
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err // ctx ended first: no grant
+	}
+	if pre.session != w.session && w.session != 0 {
+		return false, errNodeGone
+	}
+	return w.c.holdLost(pre) == nil, nil
+}
+
+// await blocks until the watch fires, our node changes, the connection
+// state changes, ctx ends or the Client closes. A nil return means: decide
+// again.
+func (w *waiter) await(ctx context.Context, watch <-chan zk.Event, stateCh <-chan struct{}) error {
+	var own <-chan zk.Event
+	if w.own != nil {
+		own = w.own.own
+	}
+	select {
+	case <-watch:
+		// It changed or went away; the next decision finds out which.
+		return nil
+	case ev := <-own:
+		return ownEvent(ctx, w.c, w.own, ev, w.onRevoke)
+	case <-stateCh:
+		return w.recover(ctx)
+	case <-ctx.Done():
+		// If the watch fired at this same moment we may now hold the lock.
+		// ctx ending "happened before" that, so we pretend we did not get
+		// it: the caller deletes our node, which releases the lock if we
+		// held it.
+		return ctx.Err()
+	case <-w.c.closing:
+		return ErrClosed
+	}
+}
+
+// recover waits, after a disconnect or a failed read, until the connection
+// is back. Our nodes live as long as the session that made them: if it is
+// lost, they are gone.
+func (w *waiter) recover(ctx context.Context) error {
+	err := w.c.awaitSession(ctx, w.session)
+	if errors.Is(err, errSessionChanged) {
+		return errNodeGone
+	}
+	return err
 }

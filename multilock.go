@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
+	"sync/atomic"
 )
 
 // Locker is the interface common to the lock recipes.
@@ -35,22 +35,13 @@ type Locker interface {
 type MultiLock struct {
 	locks []Locker // immutable
 
-	mu    sync.Mutex              // protects holds
-	holds map[*multiHold]struct{} // live holds
+	live atomic.Int32 // holds that stand
 }
 
-type multiHold struct {
-	ctx    context.Context         // the MultiLock's hold context
-	cancel context.CancelCauseFunc // ends ctx
-	member []context.Context       // member hold contexts, in acquisition order
-	count  int                     // guarded by MultiLock.mu
-}
-
-type multiKey struct{ m *MultiLock }
-
-// NewMultiLock returns a MultiLock over locks, taken in the given order.
+// NewMultiLock returns a MultiLock over locks, taken in the given order. A
+// nil member makes every Acquire fail with ErrInvalidArgument.
 func NewMultiLock(locks ...Locker) *MultiLock {
-	return &MultiLock{locks: slices.Clone(locks), holds: make(map[*multiHold]struct{})}
+	return &MultiLock{locks: slices.Clone(locks)}
 }
 
 // NewMultiLockPaths returns a MultiLock over Mutexes on paths, taken in
@@ -88,43 +79,52 @@ func (ml *MultiLock) TryAcquire(ctx context.Context) (context.Context, error) {
 }
 
 func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Context) (context.Context, error)) (context.Context, error) {
-	if ctx == nil {
-		return nil, fmt.Errorf("zklock: multi-lock: nil context: %w", ErrInvalidArgument)
+	if err := ml.usable(ctx); err != nil {
+		return nil, err
 	}
-	if h, _ := ctx.Value(multiKey{ml}).(*multiHold); h != nil {
-		ml.mu.Lock()
-		if _, live := ml.holds[h]; live {
-			h.count++
-			ml.mu.Unlock()
-			return h.ctx, nil
-		}
-		ml.mu.Unlock()
+	if h := holdIn(ctx, ml); h != nil && h.enter() {
+		return h.ctx, nil
 	}
-	h := &multiHold{count: 1}
+	var member []context.Context
 	var carrier context.Context = ctx // ctx's cancellation, the holds' values
 	for i, l := range ml.locks {
 		mctx, err := take(l, carrier)
 		if err != nil {
-			ml.releaseMembers(h.member)
+			ml.releaseMembers(member)
 			return nil, fmt.Errorf("zklock: multi-lock: lock %d of %d: %w", i+1, len(ml.locks), err)
 		}
-		h.member = append(h.member, mctx)
+		member = append(member, mctx)
 		carrier = valuesFrom{ctx, mctx}
 	}
-	var last context.Context = context.Background()
-	if n := len(h.member); n > 0 {
-		last = h.member[n-1]
+	free := func() error { return ml.releaseMembers(member) }
+	h := newHold(nil, valuesFrom{ctx, carrier}, holdKey{ml}, "multi-lock", nil, &ml.live, free)
+	for _, mctx := range member {
+		// A member lost is the MultiLock lost: the other members are
+		// released at once, so they block no one.
+		context.AfterFunc(mctx, func() {
+			if cause := context.Cause(mctx); errors.Is(cause, ErrLockLost) {
+				h.lose(cause)
+			}
+		})
 	}
-	hctx, cancel := context.WithCancelCause(context.WithoutCancel(valuesFrom{ctx, last}))
-	h.cancel = cancel
-	h.ctx = context.WithValue(hctx, multiKey{ml}, h)
-	for _, mctx := range h.member {
-		context.AfterFunc(mctx, func() { cancel(context.Cause(mctx)) })
-	}
-	ml.mu.Lock()
-	ml.holds[h] = struct{}{}
-	ml.mu.Unlock()
 	return h.ctx, nil
+}
+
+// usable returns an error wrapping ErrInvalidArgument for a nil ctx, a
+// MultiLock with no members, or one with a nil member.
+func (ml *MultiLock) usable(ctx context.Context) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("zklock: multi-lock: nil context: %w", ErrInvalidArgument)
+	case ml == nil || len(ml.locks) == 0:
+		return fmt.Errorf("zklock: multi-lock: no members: %w", ErrInvalidArgument)
+	}
+	for i, l := range ml.locks {
+		if l == nil {
+			return fmt.Errorf("zklock: multi-lock: lock %d of %d is nil: %w", i+1, len(ml.locks), ErrInvalidArgument)
+		}
+	}
+	return nil
 }
 
 // Release gives up one hold carried by ctx. The last Release cancels the
@@ -133,30 +133,16 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 // member's error wraps ErrLockLost). It returns an error wrapping ErrNotHeld
 // if ctx carries no hold of ml.
 func (ml *MultiLock) Release(ctx context.Context) error {
-	var h *multiHold
-	if ctx != nil {
-		h, _ = ctx.Value(multiKey{ml}).(*multiHold)
-	}
-	ml.mu.Lock()
-	if _, live := ml.holds[h]; h == nil || !live {
-		ml.mu.Unlock()
+	h := holdIn(ctx, ml)
+	if ml == nil || h == nil {
 		return fmt.Errorf("zklock: multi-lock release: %w", ErrNotHeld)
 	}
-	if h.count--; h.count > 0 {
-		ml.mu.Unlock()
-		return nil
-	}
-	delete(ml.holds, h)
-	ml.mu.Unlock()
-	h.cancel(ErrReleased)
-	return ml.releaseMembers(h.member)
+	return h.release("multi-lock")
 }
 
 // IsAcquiredInThisProcess reports whether any context holds ml.
 func (ml *MultiLock) IsAcquiredInThisProcess() bool {
-	ml.mu.Lock()
-	defer ml.mu.Unlock()
-	return len(ml.holds) > 0
+	return ml != nil && ml.live.Load() > 0
 }
 
 // releaseMembers releases the member holds in reverse order and joins the

@@ -2,11 +2,10 @@ package zklock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
-	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -30,23 +29,36 @@ import (
 // event and the cancellation another process may already hold the lock;
 // guard writes with [Mutex.CheckOp] or a fencing token from [Mutex.Token].
 type Mutex struct {
-	c    *Client
-	path string        // base path as given, relative to the namespace
-	li   lockInternals // immutable after construction
-	data []byte        // node data; nil means the Client's default
+	// Written once by the constructor (rules by NewReadWriteLock before it
+	// returns), read-only after.
+	c     *Client
+	path  string        // base path as given, relative to the namespace
+	li    lockInternals // the engine
+	data  []byte        // node data
+	rules sideRules     // a read/write lock's rules for this side; zero for a plain Mutex
 
-	rw *ReadWriteLock // the read/write lock m is a side of, or nil
+	live atomic.Int32 // holds that stand (neither released nor lost)
 
-	mu     sync.Mutex         // protects the fields below
-	holds  map[*hold]struct{} // live (not released, not lost) holds
-	revoke func(*Mutex)       // revocation callback, nil if not revocable
+	mu     sync.Mutex   // protects revoke
+	revoke func(*Mutex) // revocation callback, nil if not revocable
+}
+
+// sideRules are what a [ReadWriteLock] installs on each of its sides, so
+// that the Mutex itself knows nothing of reading and writing.
+type sideRules struct {
+	// admit runs before any I/O: it refuses ctx (an upgrade), or names the
+	// node ctx takes at once (a downgrade), or returns nil, nil to queue.
+	admit func(ctx context.Context) (*placement, error)
+	// owns reports whether a child of the lock belongs to this side.
+	owns func(child string) bool
 }
 
 // NewMutex returns a Mutex on path, which is relative to the Client's
 // namespace and must satisfy ZooKeeper's path rules. It does no I/O: the
 // lock's parent nodes are created on the first Acquire. It returns an error
-// wrapping ErrInvalidArgument for a nil or misconfigured Client or an
-// invalid option, and ErrInvalidPath for a bad path.
+// wrapping ErrInvalidArgument for a nil or misconfigured Client, an invalid
+// option, or a path and data too large for one ZooKeeper request, and
+// ErrInvalidPath for a bad path.
 func NewMutex(c *Client, path string, opts ...LockOption) (*Mutex, error) {
 	o, err := parseLockOptions("lock", path, opts, true)
 	if err != nil {
@@ -58,24 +70,18 @@ func NewMutex(c *Client, path string, opts ...LockOption) (*Mutex, error) {
 // newMutex makes a Mutex from parsed options; a nil driver means
 // StandardDriver.
 func newMutex(c *Client, path, lockName string, maxLeases int, o lockOptions) (*Mutex, error) {
-	if c == nil {
-		return nil, fmt.Errorf("zklock: lock %s: nil Client: %w", path, ErrInvalidArgument)
-	}
-	if c.initErr != nil {
-		return nil, c.initErr
-	}
-	if err := validatePath(path); err != nil {
+	data, err := c.recipeData("lock", path, o.data)
+	if err != nil {
 		return nil, err
 	}
 	if o.driver == nil {
 		o.driver = StandardDriver{}
 	}
 	return &Mutex{
-		c:     c,
-		path:  path,
-		li:    lockInternals{c: c, basePath: c.fullPath(path), lockName: lockName, driver: o.driver, maxLeases: maxLeases},
-		data:  o.data,
-		holds: make(map[*hold]struct{}),
+		c:    c,
+		path: path,
+		li:   lockInternals{c: c, basePath: c.fullPath(path), lockName: lockName, driver: o.driver, maxLeases: maxLeases},
+		data: data,
 	}, nil
 }
 
@@ -89,7 +95,8 @@ func newMutex(c *Client, path, lockName string, maxLeases int, o lockOptions) (*
 // is lost. It keeps ctx's values but not its deadline or cancellation.
 //
 // On failure Acquire returns an error naming the path and wrapping
-// ctx.Err(), ErrClosed, or the ZooKeeper error, and leaves no node behind.
+// ctx.Err() (and its cause), ErrClosed, or the ZooKeeper error, and leaves
+// no node behind.
 func (m *Mutex) Acquire(ctx context.Context) (context.Context, error) {
 	return m.acquire(ctx, false)
 }
@@ -102,99 +109,43 @@ func (m *Mutex) TryAcquire(ctx context.Context) (context.Context, error) {
 }
 
 func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) {
-	if ctx == nil {
-		return nil, fmt.Errorf("zklock: acquire %s: nil context: %w", m.path, ErrInvalidArgument)
+	if err := m.usable(ctx, "acquire"); err != nil {
+		return nil, err
 	}
 	if ctx.Err() != nil {
-		return nil, m.acquireErr(ctx, ctx.Err())
+		return nil, opErr(ctx, "acquire", m.path, ctx.Err())
 	}
-	if h := m.holdOf(ctx); h != nil {
-		m.mu.Lock()
-		if _, live := m.holds[h]; live {
-			h.count++
-			m.mu.Unlock()
-			return h.ctx, nil
+	if h := holdIn(ctx, m); h != nil && h.enter() {
+		return h.ctx, nil
+	}
+	req := acquireReq{data: m.data, try: try, onRevoke: m.onRevoke()}
+	if m.rules.admit != nil {
+		at, err := m.rules.admit(ctx)
+		if err != nil {
+			return nil, opErr(ctx, "acquire", m.path, err)
 		}
-		m.mu.Unlock()
+		req.at = at
 	}
-	var atName string // non-empty: create this node and hold at once
-	if m.rw != nil {
-		switch {
-		case m == m.rw.write && m.rw.read.live(ctx) != nil:
-			return nil, fmt.Errorf("zklock: acquire %s: %w", m.path, ErrLockUpgrade)
-		case m == m.rw.read:
-			if wh := m.rw.write.live(ctx); wh != nil {
-				// Downgrade: the read node takes the write node's place.
-				atName = readLockName + rwSortKey(wh.node.name)
-			}
-		}
-	}
-	var onRevoke func()
-	m.mu.Lock()
-	if fn := m.revoke; fn != nil {
-		onRevoke = func() { m.c.goFunc(func() { fn(m) }) }
-	}
-	m.mu.Unlock()
-	data := m.data
-	if data == nil {
-		data = m.c.opts.nodeData
-	}
-	var (
-		node *lockNode
-		snap snapshot
-		err  error
-	)
-	if atName != "" {
-		node, snap, err = m.li.acquireAt(ctx, atName, data, onRevoke)
-	} else {
-		node, snap, err = m.li.acquire(ctx, data, try, onRevoke)
-	}
+	node, snap, err := m.li.acquire(ctx, req)
 	if err != nil {
-		return nil, m.acquireErr(ctx, err)
+		return nil, opErr(ctx, "acquire", m.path, err)
 	}
-	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	h := &hold{node: node, cancel: cancel, stop: make(chan struct{}), count: 1}
-	h.ctx = context.WithValue(hctx, holdKey{m}, h)
-	m.mu.Lock()
-	m.holds[h] = struct{}{}
-	m.mu.Unlock()
-	if !m.c.goFunc(func() { m.li.monitor(node, snap, h.stop, func(err error) { m.lose(h, err) }, onRevoke) }) {
-		// Close began while we acquired: the hold cannot be watched.
-		m.lose(h, fmt.Errorf("%w: %w", ErrLockLost, ErrClosed))
-		m.mu.Lock()
-		h.count = 0
-		m.mu.Unlock()
-		return nil, m.acquireErr(ctx, ErrClosed)
+	h := newHold(m.c, ctx, holdKey{m}, "lock "+m.path, node, &m.live, nil)
+	if !h.watch(snap, req.onRevoke) {
+		return nil, opErr(ctx, "acquire", m.path, ErrClosed)
 	}
 	return h.ctx, nil
 }
 
-// acquireErr names the path in an Acquire error, and keeps the cause of a
-// cancelled ctx next to ctx.Err().
-func (m *Mutex) acquireErr(ctx context.Context, err error) error {
-	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		if cause := context.Cause(ctx); cause != ctx.Err() {
-			return fmt.Errorf("zklock: acquire %s: %w (%w)", m.path, err, cause)
-		}
-	}
-	return fmt.Errorf("zklock: acquire %s: %w", m.path, err)
-}
-
-// lose ends a hold that was lost: cancels its context with err (which wraps
-// ErrLockLost) and deletes its node, which may still exist.
-func (m *Mutex) lose(h *hold, err error) {
+// onRevoke returns the revocation callback for a new hold, or nil.
+func (m *Mutex) onRevoke() func() {
 	m.mu.Lock()
-	if _, live := m.holds[h]; !live {
-		m.mu.Unlock()
-		return
-	}
-	delete(m.holds, h)
-	h.lost = fmt.Errorf("zklock: lock %s: %w", m.path, err)
-	close(h.stop)
+	fn := m.revoke
 	m.mu.Unlock()
-	h.cancel(h.lost)
-	m.c.log.Warn("zklock: lock lost", "path", m.path, "node", h.node.path, "err", err)
-	m.c.deleteNode(h.node.path)
+	if fn == nil {
+		return nil
+	}
+	return func() { m.c.goFunc(func() { fn(m) }) }
 }
 
 // Release gives up one hold carried by ctx. The last Release of a hold
@@ -205,55 +156,38 @@ func (m *Mutex) lose(h *hold, err error) {
 // no hold of m, and one wrapping ErrLockLost if the hold was lost (clearing
 // it), including a node found already gone.
 func (m *Mutex) Release(ctx context.Context) error {
-	h := m.holdOf(ctx)
+	if err := m.usable(ctx, "release"); err != nil {
+		return err
+	}
+	h := holdIn(ctx, m)
 	if h == nil {
 		return fmt.Errorf("zklock: release %s: %w", m.path, ErrNotHeld)
 	}
-	m.mu.Lock()
-	if h.count == 0 {
-		m.mu.Unlock()
-		return fmt.Errorf("zklock: release %s: %w", m.path, ErrNotHeld)
-	}
-	h.count--
-	if h.lost != nil {
-		m.mu.Unlock()
-		return h.lost
-	}
-	if h.count > 0 {
-		m.mu.Unlock()
-		return nil
-	}
-	delete(m.holds, h)
-	close(h.stop)
-	m.mu.Unlock()
-	h.cancel(ErrReleased)
-	if err := m.c.deleteNode(h.node.path); errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("zklock: release %s: %w: node already gone", m.path, ErrLockLost)
-	} else if err != nil {
-		return fmt.Errorf("zklock: release %s: %w", m.path, err)
-	}
-	return nil
+	return h.release(m.path)
 }
 
 // IsAcquiredInThisProcess reports whether any context holds m.
 func (m *Mutex) IsAcquiredInThisProcess() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.holds) > 0
+	return m != nil && m.live.Load() > 0
 }
 
 // IsOwnedBy reports whether ctx carries a live hold of m.
 func (m *Mutex) IsOwnedBy(ctx context.Context) bool {
-	return m.live(ctx) != nil
+	return m != nil && holdIn(ctx, m).isLive()
 }
 
 // Path returns the lock's base path, relative to the namespace.
-func (m *Mutex) Path() string { return m.path }
+func (m *Mutex) Path() string {
+	if m == nil {
+		return ""
+	}
+	return m.path
+}
 
 // LockPath returns the path of the node of ctx's hold, relative to the
 // namespace, or "" if ctx carries no live hold of m.
 func (m *Mutex) LockPath(ctx context.Context) string {
-	if h := m.live(ctx); h != nil {
+	if h := holdIn(ctx, m); m != nil && h.isLive() {
 		return m.c.relPath(h.node.path)
 	}
 	return ""
@@ -289,8 +223,8 @@ func (m *Mutex) CheckOp(ctx context.Context) (*zk.CheckVersionRequest, error) {
 // [ReadWriteLock], the nodes of that side only. It is empty if the lock has
 // never been used or its parent has been reaped.
 func (m *Mutex) Participants(ctx context.Context) ([]string, error) {
-	if ctx == nil {
-		return nil, fmt.Errorf("zklock: participants %s: nil context: %w", m.path, ErrInvalidArgument)
+	if err := m.usable(ctx, "participants"); err != nil {
+		return nil, err
 	}
 	children, err := m.li.sortedChildren(ctx)
 	if err != nil {
@@ -298,10 +232,9 @@ func (m *Mutex) Participants(ctx context.Context) ([]string, error) {
 	}
 	out := make([]string, 0, len(children))
 	for _, ch := range children {
-		if m.rw != nil && !strings.Contains(ch, m.li.lockName) {
-			continue // a read/write side lists its own kind only
+		if m.rules.owns == nil || m.rules.owns(ch) {
+			out = append(out, m.c.relPath(path.Join(m.li.basePath, ch)))
 		}
-		out = append(out, m.c.relPath(path.Join(m.li.basePath, ch)))
 	}
 	return out, nil
 }
@@ -311,8 +244,11 @@ func (m *Mutex) Participants(ctx context.Context) ([]string, error) {
 // Curator's Revoker), fn runs on its own goroutine. It also runs for a
 // request that arrives while an Acquire is still waiting. Revocation is
 // cooperative: fn decides whether to Release. Close waits for fn to return,
-// so fn must not call Close.
+// so fn must not call Close. A nil fn makes later holds not revocable.
 func (m *Mutex) MakeRevocable(fn func(*Mutex)) {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	m.revoke = fn
 	m.mu.Unlock()
@@ -321,8 +257,12 @@ func (m *Mutex) MakeRevocable(fn func(*Mutex)) {
 // Do acquires m, runs fn with the hold's context, and releases. It returns
 // the error of Acquire, or else the errors of fn and Release, joined. A hold
 // lost while fn runs cancels fn's context and makes the Release error wrap
-// ErrLockLost. If fn panics, Do releases and the panic goes on.
+// ErrLockLost. If fn panics, Do releases and the panic goes on. A nil fn
+// gives ErrInvalidArgument, before anything is acquired.
 func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	if fn == nil {
+		return fmt.Errorf("zklock: do %s: nil function: %w", m.Path(), ErrInvalidArgument)
+	}
 	hctx, err := m.Acquire(ctx)
 	if err != nil {
 		return err
@@ -335,51 +275,29 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 	}()
 	ferr := fn(hctx)
 	released = true
-	rerr := m.Release(hctx)
+	return joinErrs(ferr, m.Release(hctx))
+}
+
+// usable returns an error wrapping ErrInvalidArgument for a Mutex that was
+// not made by a constructor, or a nil ctx.
+func (m *Mutex) usable(ctx context.Context, what string) error {
 	switch {
-	case rerr == nil:
-		return ferr
-	case ferr == nil:
-		return rerr
+	case m == nil || m.c == nil:
+		return fmt.Errorf("zklock: %s: Mutex not made by NewMutex or NewReadWriteLock: %w", what, ErrInvalidArgument)
+	case ctx == nil:
+		return fmt.Errorf("zklock: %s %s: nil context: %w", what, m.path, ErrInvalidArgument)
 	}
-	return errors.Join(ferr, rerr)
+	return nil
 }
 
-// holdOf returns the hold of m that ctx carries, live or not.
-func (m *Mutex) holdOf(ctx context.Context) *hold {
-	if ctx == nil {
-		return nil
-	}
-	h, _ := ctx.Value(holdKey{m}).(*hold)
-	return h
-}
-
-// live returns ctx's hold of m if it stands.
-func (m *Mutex) live(ctx context.Context) *hold {
-	h := m.holdOf(ctx)
-	if h == nil {
-		return nil
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.holds[h]; !ok {
-		return nil
-	}
-	return h
-}
-
+// heldOrErr returns ctx's hold of m if it stands.
 func (m *Mutex) heldOrErr(ctx context.Context, what string) (*hold, error) {
-	h := m.holdOf(ctx)
-	if h == nil {
-		return nil, fmt.Errorf("zklock: %s %s: %w", what, m.path, ErrNotHeld)
+	if err := m.usable(ctx, what); err != nil {
+		return nil, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if h.lost != nil {
-		return nil, h.lost
-	}
-	if h.count == 0 {
-		return nil, fmt.Errorf("zklock: %s %s: %w", what, m.path, ErrNotHeld)
+	h := holdIn(ctx, m)
+	if err := h.check(what, m.path); err != nil {
+		return nil, err
 	}
 	return h, nil
 }

@@ -3,6 +3,7 @@ package zklock
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strings"
 	"time"
@@ -67,12 +68,21 @@ func (o *options) invalid(format string, args ...any) {
 	}
 }
 
+// Bounds of the session timeout a Client may request. ZooKeeper carries it
+// in milliseconds as an int32, and go-zookeeper derives its ping interval
+// from it.
+const (
+	minSessionTimeout = 100 * time.Millisecond
+	maxSessionTimeout = math.MaxInt32 * time.Millisecond
+)
+
 // WithSessionTimeout sets the session timeout requested from ZooKeeper
-// (default 30s). The server may negotiate it into its own bounds.
+// (default 30s), between 100ms and about 24 days (2^31-1 ms). The server
+// negotiates it into its own bounds (by default 2 to 20 ticks).
 func WithSessionTimeout(d time.Duration) Option {
 	return func(o *options) {
-		if d <= 0 {
-			o.invalid("session timeout %v must be positive", d)
+		if d < minSessionTimeout || d > maxSessionTimeout {
+			o.invalid("session timeout %v is outside [%v, %v]", d, minSessionTimeout, maxSessionTimeout)
 		}
 		o.sessionTimeout = d
 	}

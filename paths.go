@@ -15,7 +15,35 @@ func validatePath(p string) error {
 	if reason == "" {
 		return nil
 	}
-	return fmt.Errorf("zklock: path %q: %s: %w", p, reason, ErrInvalidPath)
+	return fmt.Errorf("zklock: path %s: %s: %w", quotePath(p), reason, ErrInvalidPath)
+}
+
+// quotePath quotes p for an error message, cut short if it is long.
+func quotePath(p string) string {
+	if len(p) > 200 {
+		return fmt.Sprintf("%q (%d bytes)", p[:200]+"...", len(p))
+	}
+	return fmt.Sprintf("%q", p)
+}
+
+// Request limits. ZooKeeper drops the connection of a client that sends a
+// request larger than its jute.maxbuffer (default 1 MB - 1), and with it
+// the session's every hold; such requests are refused before they are
+// sent.
+const (
+	maxRequest      = 0xfffff
+	maxPathLen      = 32 << 10 // no path in practice comes near
+	requestOverhead = 1 << 10  // protection prefix, sequence, ACL, framing
+)
+
+// checkRequest refuses a node whose full path and data would not fit in
+// one request.
+func checkRequest(what, p, full string, data []byte) error {
+	if n := len(full) + len(data) + requestOverhead; n > maxRequest {
+		return fmt.Errorf("zklock: %s %s: path and data of %d bytes exceed ZooKeeper's request limit of %d: %w",
+			what, quotePath(p), n-requestOverhead, maxRequest, ErrInvalidArgument)
+	}
+	return nil
 }
 
 func pathProblem(p string) string {
@@ -26,6 +54,8 @@ func pathProblem(p string) string {
 		return "must start with /"
 	case p == "/":
 		return ""
+	case len(p) > maxPathLen:
+		return fmt.Sprintf("longer than %d bytes", maxPathLen)
 	case strings.HasSuffix(p, "/"):
 		return "must not end with /"
 	case !utf8.ValidString(p):

@@ -2,9 +2,12 @@ package zklock
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // RetryPolicy decides whether a failed operation is tried again. The Client
@@ -34,6 +37,7 @@ func (p ExponentialBackoff) AllowRetry(retries int, _ time.Duration) (time.Durat
 	if retries >= min(p.MaxRetries, 29) {
 		return 0, false
 	}
+	retries = max(retries, 0)
 	n := time.Duration(max(1, rand.IntN(1<<(retries+1))))
 	wait := p.Base * n
 	if p.Base > 0 && wait/n != p.Base { // overflow
@@ -101,4 +105,19 @@ func (r *retrier) next(ctx context.Context, done <-chan struct{}) (bool, error) 
 	case <-done:
 		return false, ErrClosed
 	}
+}
+
+// again waits for the policy's back-off before another attempt after what
+// (such as "lease /a/leases/x") vanished. It returns nil to go on, ctx's
+// error or ErrClosed if the wait ended early, and an error wrapping
+// zk.ErrNoNode when the policy gives up.
+func (r *retrier) again(ctx context.Context, done <-chan struct{}, what string) error {
+	ok, err := r.next(ctx, done)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("%s vanished and the retry policy gave up: %w", what, zk.ErrNoNode)
+	}
+	return nil
 }

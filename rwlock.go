@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -52,15 +53,54 @@ func NewReadWriteLock(c *Client, path string, opts ...LockOption) (*ReadWriteLoc
 	if rw.read, err = newMutex(c, path, readLockName, math.MaxInt32, o); err != nil {
 		return nil, err
 	}
-	rw.write.rw, rw.read.rw = rw, rw
+	rw.write.rules = sideRules{admit: rw.admitWriter, owns: isNode(writeLockName)}
+	rw.read.rules = sideRules{admit: rw.admitReader, owns: isNode(readLockName)}
 	return rw, nil
 }
 
-// ReadLock returns the shared side of the lock.
-func (rw *ReadWriteLock) ReadLock() *Mutex { return rw.read }
+// ReadLock returns the shared side of the lock, or nil for a
+// ReadWriteLock not made by NewReadWriteLock.
+func (rw *ReadWriteLock) ReadLock() *Mutex {
+	if rw == nil {
+		return nil
+	}
+	return rw.read
+}
 
-// WriteLock returns the exclusive side of the lock.
-func (rw *ReadWriteLock) WriteLock() *Mutex { return rw.write }
+// WriteLock returns the exclusive side of the lock, or nil for a
+// ReadWriteLock not made by NewReadWriteLock.
+func (rw *ReadWriteLock) WriteLock() *Mutex {
+	if rw == nil {
+		return nil
+	}
+	return rw.write
+}
+
+// admitWriter refuses a writer that holds only the read lock: it would
+// wait for itself.
+func (rw *ReadWriteLock) admitWriter(ctx context.Context) (*placement, error) {
+	if rw.read.IsOwnedBy(ctx) {
+		return nil, ErrLockUpgrade
+	}
+	return nil, nil
+}
+
+// admitReader lets a context that holds the write lock take the read lock
+// at once (a downgrade): its read node takes the write node's sequence, so
+// writers queued behind stay behind. The node is created only while the
+// write node still exists.
+func (rw *ReadWriteLock) admitReader(ctx context.Context) (*placement, error) {
+	wh := holdIn(ctx, rw.write)
+	if !wh.isLive() {
+		return nil, nil
+	}
+	return &placement{name: readLockName + rwSortKey(wh.node.name), guard: wh.node.path}, nil
+}
+
+// isNode returns a test for the nodes of one side, by its lock name.
+func isNode(lockName string) func(string) bool {
+	return func(child string) bool { return strings.Contains(child, lockName) }
+}
 
 // rwSortKey is the sequence of a read or write node: the text after the
 // last "__READ__", and then after the last "__WRIT__".
@@ -76,19 +116,9 @@ type rwDriver struct{ StandardDriver }
 // SortKey orders read and write nodes together by sequence.
 func (rwDriver) SortKey(child, _ string) string { return rwSortKey(child) }
 
-// relistAfterDelete: a write node may be replaced by its holder's
-// downgraded read node, which takes the same place in the queue.
-func (rwDriver) relistAfterDelete(child string) bool {
-	return strings.Contains(child, writeLockName)
-}
-
 // readDriver is the read side: a reader holds the lock while no write node
 // sorts before it, and otherwise waits for the first write node.
 type readDriver struct{ StandardDriver }
-
-// relistAfterDelete: no node can appear before a reader that matters to it
-// (a downgrade adds a reader), and it watches the first writer itself.
-func (readDriver) relistAfterDelete(string) bool { return false }
 
 // SortKey orders read and write nodes together by sequence.
 func (readDriver) SortKey(child, _ string) string { return rwSortKey(child) }

@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
+	pathpkg "path"
 	"slices"
-	"strings"
-	"sync"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -23,60 +22,58 @@ import (
 // that every process uses the same maxLeases; a lease is granted while the
 // leases node has at most maxLeases children, whoever made them.
 type Semaphore struct {
+	// Written once by NewSemaphore, read-only after.
 	c         *Client
 	path      string // as given, relative to the namespace
 	leases    string // full ZooKeeper path of the leases node
 	maxLeases int
-	data      []byte // lease node data; nil means the Client's default
-	lock      *Mutex // the internal mutex at path/locks
+	data      []byte        // lease node data
+	lock      lockInternals // the internal lock at path/locks
+
+	live atomic.Int32 // leases that stand
 }
 
 // Lease is one lease of a Semaphore. Its methods are safe for concurrent
 // use.
 type Lease struct {
-	s    *Semaphore
-	node *lockNode
-	done chan struct{} // closed when the lease ends
-	stop chan struct{} // closed when the lease ends; stops the monitor
-
-	mu    sync.Mutex // protects ended and lost
-	ended bool       // released or lost
-	lost  error      // why the lease was lost, nil otherwise
+	s *Semaphore
+	h *hold
 }
 
 // NewSemaphore returns a Semaphore of maxLeases leases on path, relative
 // to the Client's namespace. WithLockData sets the data of lease nodes;
-// WithDriver is refused. It returns ErrInvalidArgument for maxLeases < 1.
-// It does no I/O.
+// WithDriver is refused. It returns ErrInvalidArgument for maxLeases < 1,
+// and ErrInvalidPath for a bad path. It does no I/O.
 func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*Semaphore, error) {
 	if maxLeases < 1 {
-		return nil, fmt.Errorf("zklock: semaphore %s: maxLeases %d must be positive: %w", path, maxLeases, ErrInvalidArgument)
+		return nil, fmt.Errorf("zklock: semaphore %s: maxLeases %d must be positive: %w", quotePath(path), maxLeases, ErrInvalidArgument)
 	}
 	o, err := parseLockOptions("semaphore", path, opts, false)
 	if err != nil {
 		return nil, err
 	}
-	lockPath := strings.TrimSuffix(path, "/") + "/locks"
-	lock, err := NewMutex(c, lockPath)
+	data, err := c.recipeData("semaphore", path, o.data)
 	if err != nil {
-		if errors.Is(err, ErrInvalidPath) {
-			return nil, validatePath(path) // name the path the caller gave
-		}
+		return nil, err
+	}
+	leases := pathpkg.Join(path, "leases")
+	if err := checkRequest("semaphore", path, c.fullPath(leases), data); err != nil {
 		return nil, err
 	}
 	return &Semaphore{
 		c:         c,
 		path:      path,
-		leases:    c.fullPath(strings.TrimSuffix(path, "/") + "/leases"),
+		leases:    c.fullPath(leases),
 		maxLeases: maxLeases,
-		data:      o.data,
-		lock:      lock,
+		data:      data,
+		lock: lockInternals{c: c, basePath: c.fullPath(pathpkg.Join(path, "locks")),
+			lockName: "lock-", driver: StandardDriver{}, maxLeases: 1},
 	}, nil
 }
 
 // Acquire blocks until a lease is granted, ctx is done, or the Client is
-// closed. On failure it returns an error wrapping ctx.Err(), ErrClosed or
-// the ZooKeeper error, and leaves no node behind.
+// closed. On failure it returns an error wrapping ctx.Err() (and its
+// cause), ErrClosed or the ZooKeeper error, and leaves no node behind.
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	leases, err := s.acquire(ctx, 1, false)
 	if err != nil {
@@ -86,7 +83,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 }
 
 // AcquireN acquires n leases, all or nothing, under ctx's one deadline. It
-// keeps the internal mutex for the whole call, so concurrent AcquireN calls
+// keeps the internal lock for the whole call, so concurrent AcquireN calls
 // cannot each hold part of what they need and wait for ever. On failure it
 // returns every lease it took and an error as Acquire does; n outside
 // 1..maxLeases gives ErrInvalidArgument.
@@ -108,8 +105,8 @@ func (s *Semaphore) ReturnAll(leases []*Lease) error {
 // Participants returns the names of the lease nodes in sequence order. It
 // is empty if the semaphore has never been used (where Curator throws).
 func (s *Semaphore) Participants(ctx context.Context) ([]string, error) {
-	if ctx == nil {
-		return nil, fmt.Errorf("zklock: semaphore %s participants: nil context: %w", s.path, ErrInvalidArgument)
+	if err := s.usable(ctx, "participants"); err != nil {
+		return nil, err
 	}
 	children, err := retry(s.c, ctx, func() ([]string, error) {
 		ch, _, err := s.c.zc.Children(s.leases)
@@ -125,181 +122,178 @@ func (s *Semaphore) Participants(ctx context.Context) ([]string, error) {
 	return children, nil
 }
 
+// usable returns an error wrapping ErrInvalidArgument for a Semaphore not
+// made by NewSemaphore, or a nil ctx.
+func (s *Semaphore) usable(ctx context.Context, what string) error {
+	switch {
+	case s == nil || s.c == nil:
+		return fmt.Errorf("zklock: semaphore %s: Semaphore not made by NewSemaphore: %w", what, ErrInvalidArgument)
+	case ctx == nil:
+		return fmt.Errorf("zklock: semaphore %s %s: nil context: %w", s.path, what, ErrInvalidArgument)
+	}
+	return nil
+}
+
 func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, error) {
-	if ctx == nil {
-		return nil, fmt.Errorf("zklock: semaphore %s: nil context: %w", s.path, ErrInvalidArgument)
+	if err := s.usable(ctx, "acquire"); err != nil {
+		return nil, err
 	}
 	if n < 1 || n > s.maxLeases {
-		return nil, fmt.Errorf("zklock: semaphore %s: %d leases of %d: %w", s.path, n, s.maxLeases, ErrInvalidArgument)
-	}
-	wrap := func(err error) error {
-		return fmt.Errorf("zklock: semaphore %s: %w", s.path, err)
+		return nil, fmt.Errorf("zklock: acquire %s: %d leases of %d: %w", s.path, n, s.maxLeases, ErrInvalidArgument)
 	}
 	r := newRetrier(s.c.opts.retry)
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, opErr(ctx, "acquire", s.path, err)
+		}
 		leases, err := s.acquireOnce(ctx, n, try)
 		if !errors.Is(err, errNodeGone) {
 			if err != nil {
-				return nil, wrap(err)
+				return nil, opErr(ctx, "acquire", s.path, err)
 			}
 			return leases, nil
 		}
-		if ok, werr := r.next(ctx, s.c.closing); !ok {
-			if werr != nil {
-				return nil, wrap(werr)
-			}
-			return nil, wrap(fmt.Errorf("lease vanished and the retry policy gave up: %w", zk.ErrNoNode))
+		if err := r.again(ctx, s.c.closing, "a lease of "+s.path); err != nil {
+			return nil, opErr(ctx, "acquire", s.path, err)
 		}
 	}
 }
 
-// acquireOnce takes the internal mutex, creates n lease nodes and waits
-// until the leases node has at most maxLeases children.
-func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool) (leases []*Lease, err error) {
+// acquireOnce takes the internal lock, creates n lease nodes and waits
+// until the leases node has at most maxLeases children. The internal lock
+// only orders acquirers, so that only its holder watches the leases: it is
+// a node, not a hold, and a connection blip does not end it. Losing it with
+// the session means losing the lease nodes too, which the wait notices.
+func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool) ([]*Lease, error) {
 	c := s.c
-	take := s.lock.Acquire
-	if try {
-		take = s.lock.TryAcquire
-	}
-	lctx, err := take(ctx)
+	lock, _, err := s.lock.acquire(ctx, acquireReq{data: c.opts.nodeData, try: try})
 	if err != nil {
-		return nil, errors.Unwrap(err) // drop the internal mutex's path
+		return nil, err
 	}
-	defer func() {
-		// Granted leases stand on their own; the internal mutex only orders
-		// acquirers, so losing it is worth a log line, not a failure.
-		if rerr := s.lock.Release(lctx); rerr != nil {
-			c.log.Warn("zklock: semaphore internal mutex", "path", s.path, "err", rerr)
-		}
-	}()
-	data := s.data
-	if data == nil {
-		data = c.opts.nodeData
+	defer c.deleteNode(lock.path)
+	nodes, err := s.createLeases(ctx, n)
+	if err != nil {
+		return nil, err
 	}
-	var nodes []*lockNode
-	defer func() {
-		if err != nil {
-			for _, nd := range nodes {
-				c.deleteNode(nd.path)
-			}
-		}
-	}()
+	w := waiter{c: c, session: nodes[0].session, try: try}
+	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) { return s.decide(ctx, nodes) })
+	if err != nil {
+		deleteNodes(c, nodes)
+		return nil, err
+	}
+	return s.grant(ctx, nodes, snap)
+}
+
+// createLeases creates n lease nodes and learns their fencing tokens. On
+// failure it deletes the nodes it made.
+func (s *Semaphore) createLeases(ctx context.Context, n int) ([]*lockNode, error) {
+	var made []*lockNode
 	for range n {
-		p, err := c.createProtected(ctx, path.Join(s.leases, "lease-"), data, zk.FlagEphemeral|zk.FlagSequence)
+		p, err := s.c.createProtected(ctx, pathpkg.Join(s.leases, "lease-"), s.data, zk.FlagEphemeral|zk.FlagSequence, "")
 		if err != nil {
+			deleteNodes(s.c, made)
 			return nil, closedErr(err)
 		}
-		nd := &lockNode{path: p, name: path.Base(p)}
-		nodes = append(nodes, nd)
-		li := lockInternals{c: c, basePath: s.leases}
-		if err := li.watchOwn(ctx, nd, nil); err != nil {
+		nd := &lockNode{path: p, name: pathpkg.Base(p)}
+		made = append(made, nd)
+		if err := watchOwn(ctx, s.c, nd, nil); err != nil {
+			deleteNodes(s.c, made)
 			return nil, err
 		}
 	}
-	for {
-		if err := c.usable(); err != nil {
-			return nil, err
-		}
-		if lctx.Err() != nil {
-			return nil, fmt.Errorf("internal mutex: %w", context.Cause(lctx))
-		}
-		type got struct {
-			children []string
-			ch       <-chan zk.Event
-		}
-		g, err := retry(c, ctx, func() (got, error) {
-			children, _, ch, err := c.zc.ChildrenW(s.leases)
-			return got{children, ch}, err
-		})
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil, errNodeGone
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, nd := range nodes {
-			if !slices.Contains(g.children, nd.name) {
-				return nil, errNodeGone
-			}
-		}
-		if len(g.children) <= s.maxLeases {
-			snap := c.snapshot()
-			for _, nd := range nodes {
-				leases = append(leases, s.newLease(nd, snap))
-			}
-			return leases, nil
-		}
-		if try {
-			return nil, ErrLocked
-		}
-		select {
-		case <-g.ch:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-c.closing:
-			return nil, ErrClosed
-		}
-	}
+	return made, nil
 }
 
-func (s *Semaphore) newLease(nd *lockNode, snap snapshot) *Lease {
-	l := &Lease{s: s, node: nd, done: make(chan struct{}), stop: make(chan struct{})}
-	li := &lockInternals{c: s.c, basePath: s.leases}
-	if !s.c.goFunc(func() { li.monitor(nd, snap, l.stop, l.lose, nil) }) {
-		l.lose(fmt.Errorf("%w: %w", ErrLockLost, ErrClosed))
+// decide lists the leases once, with a watch. Ours are granted when every
+// one of them is there and there are at most maxLeases in all, whoever made
+// them.
+func (s *Semaphore) decide(ctx context.Context, nodes []*lockNode) (verdict, error) {
+	type got struct {
+		children []string
+		ch       <-chan zk.Event
 	}
-	return l
+	g, err := retry(s.c, ctx, func() (got, error) {
+		children, _, ch, err := s.c.zc.ChildrenW(s.leases)
+		return got{children, ch}, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return verdict{}, errNodeGone
+	}
+	if err != nil {
+		return verdict{}, err
+	}
+	for _, nd := range nodes {
+		if !slices.Contains(g.children, nd.name) {
+			return verdict{}, errNodeGone
+		}
+	}
+	return verdict{granted: len(g.children) <= s.maxLeases, watch: g.ch}, nil
 }
 
-// lose ends a lease that was lost and deletes its node if it still exists.
-func (l *Lease) lose(err error) {
-	l.mu.Lock()
-	if l.ended {
-		l.mu.Unlock()
-		return
+// grant turns granted lease nodes into Leases, each a hold watched for
+// loss.
+func (s *Semaphore) grant(ctx context.Context, nodes []*lockNode, snap snapshot) ([]*Lease, error) {
+	leases := make([]*Lease, 0, len(nodes))
+	for i, nd := range nodes {
+		h := newHold(s.c, ctx, nil, "lease "+s.c.relPath(nd.path), nd, &s.live, nil)
+		if !h.watch(snap, nil) { // the Client is closing; h is lost
+			deleteNodes(s.c, nodes[i+1:])
+			return nil, errors.Join(ErrClosed, s.ReturnAll(leases))
+		}
+		leases = append(leases, &Lease{s: s, h: h})
 	}
-	l.ended = true
-	l.lost = fmt.Errorf("zklock: lease %s: %w", l.Path(), err)
-	close(l.stop)
-	close(l.done)
-	l.mu.Unlock()
-	l.s.c.deleteNode(l.node.path)
+	return leases, nil
+}
+
+// deleteNodes deletes nodes, guaranteed (see Client.deleteNode).
+func deleteNodes(c *Client, nodes []*lockNode) {
+	for _, nd := range nodes {
+		c.deleteNode(nd.path)
+	}
 }
 
 // Release returns the lease: it deletes the lease node (in the background
 // if the delete fails on the network, until it succeeds, the node is gone,
-// or the Client closes) and closes Done. It is idempotent: later calls return nil. It
-// returns an error wrapping ErrLockLost if the lease had been lost.
+// or the Client closes) and closes Done. It is idempotent: later calls
+// return nil. It returns an error wrapping ErrLockLost if the lease had
+// been lost, and ErrInvalidArgument for a Lease not made by a Semaphore.
 func (l *Lease) Release() error {
-	l.mu.Lock()
-	if l.ended {
-		err := l.lost
-		l.lost = nil // report a loss once
-		l.mu.Unlock()
-		return err
+	if l == nil || l.h == nil {
+		return fmt.Errorf("zklock: lease release: Lease not made by a Semaphore: %w", ErrInvalidArgument)
 	}
-	l.ended = true
-	close(l.stop)
-	close(l.done)
-	l.mu.Unlock()
-	if err := l.s.c.deleteNode(l.node.path); errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("zklock: lease %s: %w: node already gone", l.Path(), ErrLockLost)
-	} else if err != nil {
-		return fmt.Errorf("zklock: lease %s: %w", l.Path(), err)
+	if err := l.h.release(l.Path()); !errors.Is(err, ErrNotHeld) {
+		return err
 	}
 	return nil
 }
 
 // Node returns the name of the lease node.
-func (l *Lease) Node() string { return l.node.name }
+func (l *Lease) Node() string {
+	if l == nil || l.h == nil {
+		return ""
+	}
+	return l.h.node.name
+}
 
 // Path returns the full path of the lease node, relative to the namespace.
-func (l *Lease) Path() string { return l.s.c.relPath(l.node.path) }
+func (l *Lease) Path() string {
+	if l == nil || l.h == nil {
+		return ""
+	}
+	return l.s.c.relPath(l.h.node.path)
+}
 
 // Data reads the lease node's data.
 func (l *Lease) Data(ctx context.Context) ([]byte, error) {
-	data, err := retry(l.s.c, ctx, func() ([]byte, error) {
-		d, _, err := l.s.c.zc.Get(l.node.path)
+	switch {
+	case l == nil || l.h == nil:
+		return nil, fmt.Errorf("zklock: lease data: Lease not made by a Semaphore: %w", ErrInvalidArgument)
+	case ctx == nil:
+		return nil, fmt.Errorf("zklock: lease %s data: nil context: %w", l.Path(), ErrInvalidArgument)
+	}
+	c := l.s.c
+	data, err := retry(c, ctx, func() ([]byte, error) {
+		d, _, err := c.zc.Get(l.h.node.path)
 		return d, err
 	})
 	if err != nil {
@@ -309,13 +303,35 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 }
 
 // Token returns the lease's fencing token: its node's creation zxid.
-func (l *Lease) Token() int64 { return l.node.czxid }
-
-// CheckOp returns a check on the lease node, to put first in conn.Multi so
-// that the transaction commits only while the lease exists.
-func (l *Lease) CheckOp() *zk.CheckVersionRequest {
-	return &zk.CheckVersionRequest{Path: l.node.path, Version: -1}
+func (l *Lease) Token() int64 {
+	if l == nil || l.h == nil {
+		return 0
+	}
+	return l.h.node.czxid
 }
 
-// Done returns a channel that is closed when the lease is released or lost.
-func (l *Lease) Done() <-chan struct{} { return l.done }
+// CheckOp returns a check on the lease node, to put first in conn.Multi so
+// that the transaction commits only while the lease exists. It is nil for
+// a Lease not made by a Semaphore.
+func (l *Lease) CheckOp() *zk.CheckVersionRequest {
+	if l == nil || l.h == nil {
+		return nil
+	}
+	return &zk.CheckVersionRequest{Path: l.h.node.path, Version: -1}
+}
+
+// Done returns a channel that is closed when the lease is released or lost
+// (at once for a Lease not made by a Semaphore).
+func (l *Lease) Done() <-chan struct{} {
+	if l == nil || l.h == nil {
+		return closedChan
+	}
+	return l.h.ctx.Done()
+}
+
+// closedChan is a channel that is always closed.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()

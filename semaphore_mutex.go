@@ -17,15 +17,11 @@ import (
 // ErrNotReentrant, where Curator deadlocks; any other context queues. As in
 // Curator, Release accepts any context: the lock, not the context, is held.
 type SemaphoreMutex struct {
-	s *Semaphore
+	s *Semaphore // written once by NewSemaphoreMutex
 
-	mu     sync.Mutex              // protects the fields below
-	lease  *Lease                  // the current hold's lease, nil when free
-	cancel context.CancelCauseFunc // ends the current hold's context
-	lost   error                   // why the last hold was lost, until a Release reports it
+	mu  sync.Mutex // protects cur
+	cur *hold      // the newest hold taken through m, until released
 }
-
-type semMutexKey struct{ m *SemaphoreMutex }
 
 // NewSemaphoreMutex returns a SemaphoreMutex on path, relative to the
 // Client's namespace. It takes the options NewSemaphore takes. It does no
@@ -40,8 +36,8 @@ func NewSemaphoreMutex(c *Client, path string, opts ...LockOption) (*SemaphoreMu
 
 // Acquire blocks until the lock is held, ctx is done, or the Client is
 // closed, and returns the hold's context. On failure it returns an error
-// wrapping ctx.Err(), ErrClosed, ErrNotReentrant or the ZooKeeper error,
-// and leaves no node behind.
+// wrapping ctx.Err() (and its cause), ErrClosed, ErrNotReentrant or the
+// ZooKeeper error, and leaves no node behind.
 func (m *SemaphoreMutex) Acquire(ctx context.Context) (context.Context, error) {
 	return m.acquire(ctx, false)
 }
@@ -52,69 +48,49 @@ func (m *SemaphoreMutex) TryAcquire(ctx context.Context) (context.Context, error
 }
 
 func (m *SemaphoreMutex) acquire(ctx context.Context, try bool) (context.Context, error) {
-	if ctx != nil {
-		if l, _ := ctx.Value(semMutexKey{m}).(*Lease); l != nil {
-			m.mu.Lock()
-			held := m.lease == l
-			m.mu.Unlock()
-			if held {
-				return nil, fmt.Errorf("zklock: acquire %s: %w", m.s.path, ErrNotReentrant)
-			}
-		}
+	if m == nil || m.s == nil {
+		return nil, fmt.Errorf("zklock: acquire: SemaphoreMutex not made by NewSemaphoreMutex: %w", ErrInvalidArgument)
+	}
+	if holdIn(ctx, m).isLive() {
+		return nil, fmt.Errorf("zklock: acquire %s: %w", m.s.path, ErrNotReentrant)
 	}
 	leases, err := m.s.acquire(ctx, 1, try)
 	if err != nil {
 		return nil, err
 	}
-	l := leases[0]
-	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	hctx = context.WithValue(hctx, semMutexKey{m}, l)
+	h := leases[0].h
 	m.mu.Lock()
-	m.lease, m.cancel, m.lost = l, cancel, nil
+	m.cur = h
 	m.mu.Unlock()
-	watch := func() {
-		<-l.Done()
-		l.mu.Lock()
-		lost := l.lost
-		l.mu.Unlock()
-		if lost == nil {
-			return // released
-		}
-		cancel(lost)
-		m.mu.Lock()
-		if m.lease == l {
-			m.lease, m.cancel, m.lost = nil, nil, lost
-		}
-		m.mu.Unlock()
-	}
-	if !m.s.c.goFunc(watch) {
-		l.lose(fmt.Errorf("%w: %w", ErrLockLost, ErrClosed))
-		watch()
-	}
-	return hctx, nil
+	return context.WithValue(h.ctx, holdKey{m}, h), nil
 }
 
-// Release releases the lock, whichever context calls it. It returns an
-// error wrapping ErrNotHeld if the lock is not held through m, and one
-// wrapping ErrLockLost if the hold was lost (once; the lock is then free).
-func (m *SemaphoreMutex) Release(context.Context) error {
+// Release ends the hold that ctx carries. As in Curator, any context may
+// release: one that carries no hold of m releases the newest hold taken
+// through m. A context that carries an older hold only ever ends that one.
+// Release returns an error wrapping ErrNotHeld if there is nothing to
+// release, and one wrapping ErrLockLost if the hold was lost (once; the
+// lock is then free).
+func (m *SemaphoreMutex) Release(ctx context.Context) error {
+	if m == nil || m.s == nil {
+		return fmt.Errorf("zklock: release: SemaphoreMutex not made by NewSemaphoreMutex: %w", ErrInvalidArgument)
+	}
+	h := holdIn(ctx, m)
 	m.mu.Lock()
-	l, cancel, lost := m.lease, m.cancel, m.lost
-	m.lease, m.cancel, m.lost = nil, nil, nil
+	if h == nil {
+		h = m.cur
+	}
+	if h != nil && h == m.cur {
+		m.cur = nil
+	}
 	m.mu.Unlock()
-	if l == nil {
-		if lost != nil {
-			return lost
-		}
+	if h == nil {
 		return fmt.Errorf("zklock: release %s: %w", m.s.path, ErrNotHeld)
 	}
-	cancel(ErrReleased)
-	return l.Release()
+	return h.release(m.s.path)
 }
 
 // IsAcquiredInThisProcess reports whether the lock is held through m.
 func (m *SemaphoreMutex) IsAcquiredInThisProcess() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lease != nil
+	return m != nil && m.s != nil && m.s.live.Load() > 0
 }

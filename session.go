@@ -51,6 +51,9 @@ func (s ConnectionState) String() string {
 
 // State returns the current connection state.
 func (c *Client) State() ConnectionState {
+	if c.zero() {
+		return StateClosed
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.state
@@ -62,7 +65,7 @@ func (c *Client) State() ConnectionState {
 // progress, so it may be called from fn. Close waits for fn to return, so
 // fn must not call Close.
 func (c *Client) Listen(fn func(ConnectionState)) (stop func()) {
-	if fn == nil {
+	if fn == nil || c.zero() {
 		return func() {}
 	}
 	l := &listener{fn: fn, signal: make(chan struct{}, 1), stop: make(chan struct{})}
@@ -83,6 +86,37 @@ func (c *Client) Listen(fn func(ConnectionState)) (stop func()) {
 			c.mu.Unlock()
 			close(l.stop)
 		})
+	}
+}
+
+// errSessionChanged means that the session some nodes belonged to is gone.
+var errSessionChanged = errors.New("zklock: session lost")
+
+// awaitSession waits until the connection is up with session s (any
+// session if s is 0). It returns errSessionChanged once s is lost or
+// replaced, ctx's error, or ErrClosed. It needs no timer: a suspension
+// ends within the session timeout, with a reconnect or with the Client
+// declaring the session lost.
+func (c *Client) awaitSession(ctx context.Context, s int64) error {
+	for {
+		c.mu.Lock()
+		state, session, ch := c.state, c.session, c.changed
+		c.mu.Unlock()
+		switch {
+		case state == StateClosed:
+			return ErrClosed
+		case state == StateLost || (s != 0 && session != s):
+			return errSessionChanged
+		case state == StateConnected || state == StateReconnected:
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.closing:
+			return ErrClosed
+		}
 	}
 }
 
@@ -113,7 +147,7 @@ func (c *Client) holdLost(s snapshot) error {
 	defer c.mu.Unlock()
 	switch {
 	case c.state == StateClosed:
-		return fmt.Errorf("%w: %w", ErrLockLost, ErrClosed)
+		return errLostClosed
 	case c.losses != s.losses || c.session != s.session:
 		return fmt.Errorf("%w: session lost", ErrLockLost)
 	case c.opts.policy == StandardPolicy && c.suspends != s.suspends:

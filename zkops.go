@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -23,6 +24,7 @@ type zkConn interface {
 	GetW(path string) ([]byte, *zk.Stat, <-chan zk.Event, error)
 	Exists(path string) (bool, *zk.Stat, error)
 	Delete(path string, version int32) error
+	Multi(ops ...any) ([]zk.MultiResponse, error)
 	Sync(path string) (string, error)
 	SessionID() int64
 }
@@ -126,65 +128,63 @@ const (
 
 // createProtected creates a node named "_c_<uuid>-<base of p>" beside p, as
 // Curator's protected mode does, creating missing parents as CONTAINER
-// nodes. After a connection loss it finds the node it may already have
-// created by its prefix; a node found that belongs to an earlier session is
-// deleted and the create starts over (CURATOR-498). If the create finally
-// fails, or ctx ends while it is in flight, a node it may have left behind
-// is found and deleted in the background.
-func (c *Client) createProtected(ctx context.Context, p string, data []byte, flags int32) (created string, err error) {
+// nodes. With a guard (a full path, or ""), the create and a check that the
+// guard exists form one transaction; a missing guard fails it with an error
+// wrapping ErrLockLost, since guards are the nodes of holds.
+//
+// After a connection loss it finds the node it may already have created by
+// its prefix; a node found that belongs to an earlier session is deleted
+// and the create starts over (CURATOR-498). If the create finally fails,
+// or ctx ends while it is in flight, a node it may have left behind is
+// found and deleted in the background.
+func (c *Client) createProtected(ctx context.Context, p string, data []byte, flags int32, guard string) (string, error) {
 	parent, base := path.Split(p)
 	parent = strings.TrimSuffix(parent, "/")
 	if parent == "" {
 		parent = "/"
 	}
-	prefix := protectedPrefix + newUUID() + "-"
-	acl := c.opts.acl(p)
-	ephemeral := flags&zk.FlagEphemeral != 0
+	pc := &protectedCreate{c: c, parent: parent, base: base, data: data, flags: flags, guard: guard, acl: c.opts.acl(p)}
+	return pc.run(ctx)
+}
+
+// protectedCreate is one protected create in progress.
+type protectedCreate struct {
+	c                  *Client
+	parent, base       string
+	data               []byte
+	flags              int32
+	guard              string
+	acl                []zk.ACL
+	prefix             string // "_c_<uuid>-" of the current attempt
+	unknown            bool   // a create with prefix may have succeeded unseen
+	missingParentTries int
+}
+
+func (pc *protectedCreate) run(ctx context.Context) (created string, err error) {
+	c := pc.c
+	pc.prefix = protectedPrefix + newUUID() + "-"
 	r := newRetrier(c.opts.retry)
-	unknown := false // a create with prefix may have succeeded unseen
 	defer func() {
-		if err != nil && unknown {
-			c.findAndDelete(parent, prefix)
+		if err != nil && pc.unknown {
+			c.findAndDelete(pc.parent, pc.prefix)
 		}
 	}()
-	abandoned := func(pfx string) func(string, error) {
-		return func(created string, err error) {
-			switch {
-			case err == nil:
-				c.deleteNode(created)
-			case retryable(err):
-				c.findAndDelete(parent, pfx)
-			}
-		}
-	}
-	noNode := 0
 	for {
-		if unknown {
-			found, owner, err := c.findProtected(ctx, parent, prefix)
-			if err != nil {
-				return "", err
+		if pc.unknown {
+			if found, err := pc.find(ctx); err != nil || found != "" {
+				return found, err
 			}
-			if found != "" {
-				if !ephemeral || owner == c.zc.SessionID() {
-					return found, nil
-				}
-				c.deleteNode(found) // an earlier session's node, dying
-				prefix = protectedPrefix + newUUID() + "-"
-			}
-			unknown = false
 		}
-		name := path.Join(parent, prefix+base)
-		created, err := await(c, ctx, func() (string, error) {
-			return c.zc.Create(name, data, flags, acl)
-		}, abandoned(prefix))
+		name := path.Join(pc.parent, pc.prefix+pc.base)
+		created, err := await(c, ctx, func() (string, error) { return pc.create(name) }, pc.abandoned(pc.prefix))
 		switch {
 		case err == nil:
 			return created, nil
-		case errors.Is(err, zk.ErrNoNode) && noNode < 3:
+		case errors.Is(err, zk.ErrNoNode) && pc.missingParentTries < 3:
 			// A parent is missing, or a container parent was reaped
 			// between mkdirs and the create: make it and try at once.
-			noNode++
-			if err := c.mkdirs(ctx, parent); err != nil {
+			pc.missingParentTries++
+			if err := c.mkdirs(ctx, pc.parent); err != nil {
 				return "", err
 			}
 			continue
@@ -194,12 +194,65 @@ func (c *Client) createProtected(ctx context.Context, p string, data []byte, fla
 			}
 			return "", fmt.Errorf("create %s: %w", name, closedErr(err))
 		}
-		unknown = true
+		pc.unknown = true
 		if ok, werr := r.next(ctx, c.closing); !ok {
-			if werr != nil {
-				return "", werr
-			}
-			return "", fmt.Errorf("create %s: %w", name, err)
+			return "", cmp.Or(werr, fmt.Errorf("create %s: %w", name, err))
+		}
+	}
+}
+
+// find looks for the node of an attempt whose outcome is unknown. A node
+// of an earlier session is deleted, and the next attempt takes a new
+// prefix.
+func (pc *protectedCreate) find(ctx context.Context) (string, error) {
+	c := pc.c
+	found, owner, err := c.findProtected(ctx, pc.parent, pc.prefix)
+	if err != nil || found == "" {
+		pc.unknown = err != nil
+		return "", err
+	}
+	if pc.flags&zk.FlagEphemeral == 0 || owner == c.zc.SessionID() {
+		return found, nil
+	}
+	c.deleteNode(found) // an earlier session's node, dying
+	pc.prefix = protectedPrefix + newUUID() + "-"
+	pc.unknown = false
+	return "", nil
+}
+
+// create sends one create, in a transaction with the guard check if there
+// is a guard.
+func (pc *protectedCreate) create(name string) (string, error) {
+	zc := pc.c.zc
+	if pc.guard == "" {
+		return zc.Create(name, pc.data, pc.flags, pc.acl)
+	}
+	res, err := zc.Multi(
+		&zk.CheckVersionRequest{Path: pc.guard, Version: -1},
+		&zk.CreateRequest{Path: name, Data: pc.data, Acl: pc.acl, Flags: pc.flags},
+	)
+	if len(res) == 2 {
+		switch {
+		case errors.Is(res[0].Error, zk.ErrNoNode):
+			return "", fmt.Errorf("%w: node %s is gone", ErrLockLost, pc.guard)
+		case res[1].Error != nil:
+			return "", res[1].Error
+		case err == nil:
+			return res[1].String, nil
+		}
+	}
+	return "", err
+}
+
+// abandoned cleans up after an attempt with prefix whose caller stopped
+// waiting: a node it created is deleted, in the background.
+func (pc *protectedCreate) abandoned(prefix string) func(string, error) {
+	return func(created string, err error) {
+		switch {
+		case err == nil:
+			pc.c.deleteNode(created)
+		case retryable(err):
+			pc.c.findAndDelete(pc.parent, prefix)
 		}
 	}
 }
