@@ -3,6 +3,7 @@ package zklock_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -181,13 +182,18 @@ type faultConn struct {
 	deleteFails int                                                                                        // guarded by mu; deletes still to fail
 	listFails   int                                                                                        // guarded by mu; children listings still to fail
 	creates     atomic.Int32
+
+	beforeCreate func(p string) // guarded by mu; nil does nothing
 }
 
 func (f *faultConn) Create(p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	f.creates.Add(1)
 	f.mu.Lock()
-	hook := f.create
+	hook, before := f.create, f.beforeCreate
 	f.mu.Unlock()
+	if before != nil {
+		before(p)
+	}
 	if hook != nil {
 		return hook(f.ZKConn, p, data, flags, acl)
 	}
@@ -218,6 +224,28 @@ func (f *faultConn) Children(p string) ([]string, *zk.Stat, error) {
 		return nil, nil, zk.ErrConnectionClosed
 	}
 	return f.ZKConn.Children(p)
+}
+
+// Multi passes through, after the create hook's path check: a hook that
+// must see every create of a path sees the guarded ones too.
+func (f *faultConn) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	f.mu.Lock()
+	before := f.beforeCreate
+	f.mu.Unlock()
+	for _, op := range ops {
+		if cr, ok := op.(*zk.CreateRequest); ok && before != nil {
+			before(cr.Path)
+		}
+	}
+	return f.ZKConn.Multi(ops...)
+}
+
+// setBeforeCreate runs hook with the path of every create, plain or in a
+// transaction, before it is sent.
+func (f *faultConn) setBeforeCreate(hook func(p string)) {
+	f.mu.Lock()
+	f.beforeCreate = hook
+	f.mu.Unlock()
 }
 
 func (f *faultConn) setCreate(hook func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error)) {
@@ -262,3 +290,93 @@ func (s syncWriter) Write(p []byte) (int, error) {
 type quietLogger struct{}
 
 func (quietLogger) Printf(string, ...any) {}
+
+// noPanic runs f on the caller's goroutine and turns a panic into a test
+// error naming what was called. It reports whether f returned normally.
+func noPanic(t *testing.T, what string, f func()) bool {
+	t.Helper()
+	if r := catchPanic(f); r != nil {
+		t.Errorf("%s panicked: %v", what, r)
+		return false
+	}
+	return true
+}
+
+// catchPanic runs f and returns what it panicked with, nil if it returned.
+func catchPanic(f func()) (r any) {
+	defer func() { r = recover() }()
+	f()
+	return nil
+}
+
+// noPanicWithin runs f on a goroutine of its own and turns a panic, or f
+// not returning within d, into a test error naming what was called. It
+// reports whether f returned normally; only then may the caller read what f
+// wrote.
+func noPanicWithin(t *testing.T, what string, d time.Duration, f func()) bool {
+	t.Helper()
+	done := make(chan any, 1)
+	go func() { done <- catchPanic(f) }()
+	select {
+	case r := <-done:
+		if r != nil {
+			t.Errorf("%s panicked: %v", what, r)
+			return false
+		}
+		return true
+	case <-time.After(d):
+		t.Errorf("%s did not return within %v", what, d)
+		return false
+	}
+}
+
+// sentinels are the package's errors that an error about bad input or a
+// misused value may wrap.
+var sentinels = []error{zklock.ErrInvalidArgument, zklock.ErrClosed, zklock.ErrNotHeld, zklock.ErrInvalidPath, zklock.ErrLockLost}
+
+func isOneOf(err error, targets ...error) bool {
+	for _, s := range targets {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// leasedAsync runs s.Acquire(ctx) on a goroutine; the test reads the
+// outcome from the channel.
+type leased struct {
+	lease *zklock.Lease
+	err   error
+}
+
+func leaseAsync(ctx context.Context, s *zklock.Semaphore) <-chan leased {
+	ch := make(chan leased, 1)
+	go func() {
+		l, err := s.Acquire(ctx)
+		ch <- leased{l, err}
+	}()
+	return ch
+}
+
+func awaitLease(t *testing.T, ch <-chan leased, d time.Duration) leased {
+	t.Helper()
+	select {
+	case l := <-ch:
+		return l
+	case <-time.After(d):
+		t.Fatalf("no lease outcome within %v", d)
+		return leased{}
+	}
+}
+
+// waitChildren waits until the node p has n children.
+func waitChildren(t *testing.T, e *env, p string, n int) {
+	t.Helper()
+	var got []string
+	require.Eventually(t, func() bool {
+		ch, _, err := e.admin.Children(p)
+		got = ch
+		return err == nil && len(ch) == n
+	}, 10*time.Second, 5*time.Millisecond, "want %d children of %s, have %v", n, p, got)
+}

@@ -2,6 +2,7 @@ package zklock_test
 
 import (
 	"context"
+	"errors"
 	"path"
 	"strings"
 	"testing"
@@ -110,6 +111,61 @@ func TestIntegration_RWDowngrade(t *testing.T) {
 	a := await(t, gotW, 10*time.Second)
 	require.NoError(t, a.err)
 	require.NoError(t, other.WriteLock().Release(a.ctx))
+}
+
+// The write node vanishes while the downgrade's read node is being created
+// (an operator, or a session in trouble), and another session's writer
+// takes the lock. The read node must not be granted: it would sort before
+// that writer, and a reader and a writer would hold at once.
+func TestIntegration_RWDowngradeAfterWriteNodeGone(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c, f := e.faultClient()
+	rw, other := e.rwlock(c, "/gone"), e.rwlock(e.client(), "/gone")
+	bg := context.Background()
+	wctx, err := rw.WriteLock().Acquire(bg)
+	require.NoError(t, err)
+	gotW := acquireAsync(bg, other.WriteLock())
+	waitParticipants(t, other.WriteLock(), 2)
+
+	writeNode := e.root + "/gone/" + path.Base(rw.WriteLock().LockPath(wctx))
+	var a acquired
+	hookErr := make(chan error, 1)
+	f.setBeforeCreate(func(p string) {
+		if !strings.Contains(p, "__READ__") {
+			return
+		}
+		f.setBeforeCreate(nil)
+		err := e.admin.Delete(writeNode, -1)
+		if err == nil {
+			// The other writer now holds; only then does the create go on.
+			select {
+			case a = <-gotW:
+				err = a.err
+			case <-time.After(10 * time.Second):
+				err = errors.New("the other writer did not get the lock")
+			}
+		}
+		hookErr <- err
+	})
+	// A context with the write hold's values but not its cancellation, so
+	// that the outcome rests on the create alone, not on how fast the
+	// write hold's loss cancels wctx.
+	_, err = rw.ReadLock().Acquire(context.WithoutCancel(wctx))
+	select {
+	case herr := <-hookErr:
+		require.NoError(t, herr)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the read node was never created")
+	}
+	require.ErrorIs(t, err, zklock.ErrLockLost, "no read hold without the write node")
+	assert.False(t, rw.ReadLock().IsAcquiredInThisProcess())
+	for _, ch := range e.children(e.root + "/gone") {
+		assert.NotContains(t, ch, "__READ__", "the refused read node is not left behind")
+	}
+	require.NoError(t, other.WriteLock().Release(a.ctx))
+	waitDone(t, wctx, 10*time.Second)
+	require.ErrorIs(t, rw.WriteLock().Release(wctx), zklock.ErrLockLost)
 }
 
 func TestIntegration_RWUpgradeRefused(t *testing.T) {

@@ -2,6 +2,7 @@ package zklock_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/zktest"
 )
 
 func (e *env) semaphore(c *zklock.Client, name string, max int) *zklock.Semaphore {
@@ -184,35 +186,131 @@ func TestIntegration_LeaseAPI(t *testing.T) {
 	require.NoError(t, l2.Release())
 }
 
-func TestIntegration_SemaphoreMutex(t *testing.T) {
-	e := setup(t)
-	m, err := zklock.NewSemaphoreMutex(e.client(), e.root+"/sm")
-	require.NoError(t, err)
-	other, err := zklock.NewSemaphoreMutex(e.client(), e.root+"/sm")
-	require.NoError(t, err)
-	var _ zklock.Locker = m
+// A context with a cause must not make Semaphore or SemaphoreMutex panic:
+// an Acquire that times out behind a queued waiter returns an error that
+// wraps both context.DeadlineExceeded and the cause.
+func TestIntegration_SemaphoreContextCause(t *testing.T) {
+	t.Parallel()
 	bg := context.Background()
+	causeCtx := func() (context.Context, context.CancelFunc, error) {
+		cause := errors.New("test cause")
+		ctx, cancel := context.WithTimeoutCause(bg, 300*time.Millisecond, cause)
+		return ctx, cancel, cause
+	}
 
-	h, err := m.Acquire(bg)
+	// semSetup: a Semaphore of one lease on /sem held by client A, client
+	// B queued for it; returns the held lease, B's outcome, and a
+	// Semaphore for client C.
+	semSetup := func(t *testing.T, e *env) (*zklock.Lease, <-chan leased, *zklock.Semaphore) {
+		held, err := e.semaphore(e.client(), "/sem", 1).Acquire(bg)
+		require.NoError(t, err)
+		queued := leaseAsync(bg, e.semaphore(e.client(), "/sem", 1))
+		waitChildren(t, e, e.root+"/sem/leases", 2)
+		return held, queued, e.semaphore(e.client(), "/sem", 1)
+	}
+	semCleanup := func(t *testing.T, held *zklock.Lease, queued <-chan leased) {
+		require.NoError(t, held.Release())
+		q := awaitLease(t, queued, 15*time.Second)
+		require.NoError(t, q.err, "the queued waiter gets the lease")
+		require.NoError(t, q.lease.Release())
+	}
+
+	t.Run("Semaphore.Acquire", func(t *testing.T) {
+		e := setup(t)
+		held, queued, third := semSetup(t, e)
+		ctx, cancel, cause := causeCtx()
+		defer cancel()
+		var (
+			l   *zklock.Lease
+			err error
+		)
+		if noPanic(t, "Semaphore.Acquire with a cause context", func() { l, err = third.Acquire(ctx) }) {
+			assert.Nil(t, l)
+			if l != nil {
+				assert.NoError(t, l.Release())
+			}
+			assert.Error(t, err)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.ErrorIs(t, err, cause)
+		}
+		semCleanup(t, held, queued)
+	})
+
+	t.Run("Semaphore.AcquireN", func(t *testing.T) {
+		e := setup(t)
+		held, queued, third := semSetup(t, e)
+		ctx, cancel, cause := causeCtx()
+		defer cancel()
+		var (
+			leases []*zklock.Lease
+			err    error
+		)
+		if noPanic(t, "Semaphore.AcquireN with a cause context", func() { leases, err = third.AcquireN(ctx, 1) }) {
+			assert.Empty(t, leases)
+			assert.NoError(t, third.ReturnAll(leases))
+			assert.Error(t, err, "AcquireN that timed out must report it")
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.ErrorIs(t, err, cause)
+		}
+		semCleanup(t, held, queued)
+	})
+
+	t.Run("SemaphoreMutex.Acquire", func(t *testing.T) {
+		e := setup(t)
+		newSM := func() *zklock.SemaphoreMutex {
+			m, err := zklock.NewSemaphoreMutex(e.client(), e.root+"/semmutex")
+			require.NoError(t, err)
+			return m
+		}
+		holder, waiter, third := newSM(), newSM(), newSM()
+		h, err := holder.Acquire(bg)
+		require.NoError(t, err)
+		queued := make(chan acquired, 1)
+		go func() {
+			c, err := waiter.Acquire(bg)
+			queued <- acquired{c, err}
+		}()
+		waitChildren(t, e, e.root+"/semmutex/leases", 2)
+
+		ctx, cancel, cause := causeCtx()
+		defer cancel()
+		var hc context.Context
+		if noPanic(t, "SemaphoreMutex.Acquire with a cause context", func() { hc, err = third.Acquire(ctx) }) {
+			assert.Nil(t, hc)
+			if hc != nil && err == nil {
+				assert.NoError(t, third.Release(hc))
+			}
+			assert.Error(t, err)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.ErrorIs(t, err, cause)
+		}
+
+		require.NoError(t, holder.Release(h))
+		a := await(t, queued, 15*time.Second)
+		require.NoError(t, a.err, "the queued waiter gets the lock")
+		require.NoError(t, waiter.Release(a.ctx))
+	})
+}
+
+// A semaphore Acquire that is waiting must ride out a short connection
+// blip (the same session comes back) and get its lease afterwards.
+func TestIntegration_SemaphoreRidesOutBlip(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	bg := context.Background()
+	held, err := e.semaphore(e.client(), "/blip", 1).Acquire(bg)
 	require.NoError(t, err)
-	assert.True(t, m.IsAcquiredInThisProcess())
-	_, err = m.Acquire(h)
-	require.ErrorIs(t, err, zklock.ErrNotReentrant)
-	_, err = m.TryAcquire(bg)
-	require.ErrorIs(t, err, zklock.ErrLocked, "another context is another participant")
-	_, err = other.TryAcquire(bg)
-	require.ErrorIs(t, err, zklock.ErrLocked)
-	assert.ElementsMatch(t, []string{"leases", "locks"}, e.children(e.root+"/sm"), "Curator's semaphore layout")
 
-	got := make(chan acquired, 1)
-	go func() {
-		c, err := other.Acquire(bg)
-		got <- acquired{c, err}
-	}()
-	require.NoError(t, m.Release(bg), "any context may release")
-	assert.ErrorIs(t, context.Cause(h), zklock.ErrReleased)
-	require.ErrorIs(t, m.Release(bg), zklock.ErrNotHeld)
-	a := await(t, got, 10*time.Second)
-	require.NoError(t, a.err)
-	require.NoError(t, other.Release(a.ctx))
+	faults := zktest.NewFaultsT(t, e.servers)
+	wc := e.client(zklock.WithSessionTimeout(4*time.Second), zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
+	got := leaseAsync(bg, e.semaphore(wc, "/blip", 1))
+	waitChildren(t, e, e.root+"/blip/leases", 2)
+
+	faults.Cut()
+	waitState(t, wc, 10*time.Second, zklock.StateReconnected)
+	require.NoError(t, held.Release())
+
+	w := awaitLease(t, got, 15*time.Second)
+	require.NoError(t, w.err, "the waiter must get the lease after a blip within its session")
+	require.NoError(t, w.lease.Release())
 }
