@@ -18,6 +18,7 @@ import (
 )
 
 func TestIntegration_NodeDataAndLogger(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	var logs bytes.Buffer
 	var mu sync.Mutex
@@ -48,6 +49,7 @@ func TestIntegration_NodeDataAndLogger(t *testing.T) {
 // Connect gives up after the connect timeout and leaves nothing running
 // (the goroutine-leak check of TestMain would see it).
 func TestIntegration_ConnectTimeout(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
@@ -60,6 +62,7 @@ func TestIntegration_ConnectTimeout(t *testing.T) {
 }
 
 func TestIntegration_NewClientWithAuth(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	conn, events, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(quietLogger{}))
 	require.NoError(t, err)
@@ -82,6 +85,7 @@ func TestIntegration_NewClientWithAuth(t *testing.T) {
 // The owner closes a wrapped connection: the Client stops at once instead
 // of retrying a connection that will never come back.
 func TestIntegration_WrappedConnClosedByOwner(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	conn, events, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(quietLogger{}))
 	require.NoError(t, err)
@@ -104,6 +108,7 @@ func TestIntegration_WrappedConnClosedByOwner(t *testing.T) {
 // A Client over a connection the caller owns: Close deletes its nodes but
 // leaves the connection open.
 func TestIntegration_NewClientWrapsConn(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	conn, events, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(quietLogger{}))
 	require.NoError(t, err)
@@ -127,6 +132,7 @@ func TestIntegration_NewClientWrapsConn(t *testing.T) {
 }
 
 func TestIntegration_MutexNamespace(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ns := strings.TrimPrefix(e.root, "/") + "/ns"
 	c := e.client(zklock.WithNamespace(ns))
@@ -169,6 +175,7 @@ func TestIntegration_MutexNamespace(t *testing.T) {
 }
 
 func TestIntegration_MutexACLProvider(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	secret := zk.DigestACL(zk.PermAll, "owner", "s3cret")
 	acl := append(secret, zk.WorldACL(zk.PermRead)...)

@@ -18,6 +18,7 @@ const (
 )
 
 func TestStandardDriver_SortKey(t *testing.T) {
+	t.Parallel()
 	d := zklock.StandardDriver{}
 	tests := []struct{ child, lockName, want string }{
 		{uuidA + "lock-0000000003", "lock-", "0000000003"},
@@ -34,6 +35,7 @@ func TestStandardDriver_SortKey(t *testing.T) {
 }
 
 func TestStandardDriver_GetsTheLock(t *testing.T) {
+	t.Parallel()
 	d := zklock.StandardDriver{}
 	children := []string{uuidA + "lock-0000000001", uuidB + "lock-0000000002", uuidA + "lock-0000000003"}
 	tests := []struct {
@@ -66,6 +68,7 @@ func TestStandardDriver_GetsTheLock(t *testing.T) {
 
 // Foreign children (CURATOR-43) take part in the order but never crash it.
 func TestStandardDriver_ForeignChildren(t *testing.T) {
+	t.Parallel()
 	d := zklock.StandardDriver{}
 	children := []string{"locks", uuidA + "lock-0000000002", "leases", "0", "", "_c_short", uuidB + "lock-0000000001"}
 	zklock.SortChildren(children, "lock-", d)

@@ -16,6 +16,7 @@ import (
 // the server expires the session. The holder's context is cancelled with
 // ErrLockLost, and the waiter gets the lock.
 func TestIntegration_MutexHolderSessionExpires(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []zklock.ErrorPolicy{zklock.StandardPolicy, zklock.SessionPolicy} {
 		t.Run(policy.String(), func(t *testing.T) {
 			e := setup(t)
@@ -73,6 +74,7 @@ func TestIntegration_MutexHolderSessionExpires(t *testing.T) {
 // survives; under StandardPolicy it is lost, and its node is removed so it
 // does not block the queue.
 func TestIntegration_MutexShortSuspension(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []zklock.ErrorPolicy{zklock.StandardPolicy, zklock.SessionPolicy} {
 		t.Run(policy.String(), func(t *testing.T) {
 			e := setup(t)
@@ -105,6 +107,7 @@ func TestIntegration_MutexShortSuspension(t *testing.T) {
 // SessionPolicy the client moves to another server with the same session
 // and keeps its hold; a waiter gets the lock after the release.
 func TestIntegration_EnsembleHolderServerStops(t *testing.T) {
+	t.Parallel()
 	cluster := zktest.StartT(t, zktest.Config{Size: 3})
 	e := setupOn(t, cluster)
 	hc := e.client(zklock.WithErrorPolicy(zklock.SessionPolicy), zklock.WithSessionTimeout(8*time.Second))
@@ -142,6 +145,7 @@ func TestIntegration_EnsembleHolderServerStops(t *testing.T) {
 // Someone deletes the holder's node: the hold context is cancelled with
 // ErrLockLost, guarded writes fail, and Release reports the loss.
 func TestIntegration_MutexNodeDeletedBySomeoneElse(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	m := e.mutex(e.client(), "/deleted")
 	h, err := m.Acquire(context.Background())

@@ -369,7 +369,7 @@ func (w *waiter) await(ctx context.Context, watch <-chan zk.Event, stateCh <-cha
 // is back. Our nodes live as long as the session that made them: if it is
 // lost, they are gone.
 func (w *waiter) recover(ctx context.Context) error {
-	err := w.c.awaitSession(ctx, w.session)
+	err := w.c.awaitConnected(ctx, w.session, 0)
 	if errors.Is(err, errSessionChanged) {
 		return errNodeGone
 	}

@@ -17,6 +17,7 @@ import (
 // A waiter's node deleted by someone else: the waiter queues again with a
 // new node and still gets the lock.
 func TestIntegration_WaiterNodeDeletedRequeues(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	holder := e.mutex(e.client(), "/requeue")
 	waiter := e.mutex(e.client(), "/requeue")
@@ -39,6 +40,7 @@ func TestIntegration_WaiterNodeDeletedRequeues(t *testing.T) {
 // The waiter's session expires while it waits: its node goes with the
 // session, and it queues again in the new session.
 func TestIntegration_WaiterSessionExpiresRequeues(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	faults := zktest.NewFaultsT(t, e.servers)
 	wc := e.client(
@@ -73,6 +75,7 @@ func TestIntegration_WaiterSessionExpiresRequeues(t *testing.T) {
 // remove one), but waiters share one watch per node and fired watches are
 // swept, so the number tracked stays bounded by the live nodes watched.
 func TestIntegration_AbandonedWatchesStayBounded(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	hc := e.client()
 	c := e.client()
@@ -124,6 +127,7 @@ func TestIntegration_AbandonedWatchesStayBounded(t *testing.T) {
 // The server stops while a goroutine waits and starts again: the waiter
 // rides out the outage and eventually acquires.
 func TestIntegration_MutexServerRestartWhileWaiting(t *testing.T) {
+	t.Parallel()
 	cluster := zktest.StartT(t, zktest.Config{})
 	e := setupOn(t, cluster)
 	hc := e.client(zklock.WithErrorPolicy(zklock.SessionPolicy))
@@ -149,6 +153,7 @@ func TestIntegration_MutexServerRestartWhileWaiting(t *testing.T) {
 }
 
 func TestIntegration_MutexCancelledAcquireLeavesNoNode(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	holder := e.mutex(e.client(), "/cancel")
 	waiter := e.mutex(e.client(), "/cancel")
@@ -194,6 +199,7 @@ func TestIntegration_MutexCancelledAcquireLeavesNoNode(t *testing.T) {
 // Many waiters give up on one long-held lock; the one ZooKeeper watch
 // they share is enough, and the lock is still handed over in order.
 func TestIntegration_MutexManyAbandonedWaits(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	holder := e.mutex(e.client(), "/abandon")
 	c := e.client()

@@ -13,6 +13,7 @@ import (
 )
 
 func TestIntegration_MultiLockAllOrNothing(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	c := e.client()
 	ml, err := zklock.NewMultiLockPaths(c, e.root+"/b", e.root+"/a", e.root+"/a")
@@ -55,6 +56,7 @@ func TestIntegration_MultiLockAllOrNothing(t *testing.T) {
 // Two sessions take the same paths, listed in opposite orders, in a loop:
 // sorted acquisition order means no deadlock.
 func TestIntegration_MultiLockNoDeadlock(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	paths := [][]string{{e.root + "/x", e.root + "/y"}, {e.root + "/y", e.root + "/x"}}
 	var wg sync.WaitGroup
@@ -90,6 +92,7 @@ func TestIntegration_MultiLockNoDeadlock(t *testing.T) {
 // A member's hold is lost: the MultiLock's context is cancelled with
 // ErrLockLost, and Release reports it after releasing the rest.
 func TestIntegration_MultiLockMemberLost(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	c := e.client()
 	ma, mb := e.mutex(c, "/ma"), e.mutex(c, "/mb")

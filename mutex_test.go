@@ -18,6 +18,7 @@ import (
 )
 
 func TestIntegration_MutexReentrantThreeLevels(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	c := e.client()
 	m := e.mutex(c, "/reentrant")
@@ -51,6 +52,7 @@ func TestIntegration_MutexReentrantThreeLevels(t *testing.T) {
 }
 
 func TestIntegration_MutexGoroutinesShareOneMutex(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	m := e.mutex(e.client(), "/shared")
 	var inside, most, entries atomic.Int32
@@ -91,6 +93,7 @@ func TestIntegration_MutexGoroutinesShareOneMutex(t *testing.T) {
 }
 
 func TestIntegration_MutexTwoSessions(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	m1 := e.mutex(e.client(), "/two")
 	m2 := e.mutex(e.client(), "/two")
@@ -121,6 +124,7 @@ func TestIntegration_MutexTwoSessions(t *testing.T) {
 }
 
 func TestIntegration_MutexNodeFormat(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	m := e.mutex(e.client(), "/format")
 	h, err := m.Acquire(context.Background())
@@ -141,6 +145,7 @@ func TestIntegration_MutexNodeFormat(t *testing.T) {
 }
 
 func TestIntegration_MutexReleaseErrors(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	m := e.mutex(e.client(), "/release")
 	bg := context.Background()
@@ -161,6 +166,7 @@ func TestIntegration_MutexReleaseErrors(t *testing.T) {
 }
 
 func TestIntegration_MutexDo(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	m := e.mutex(e.client(), "/do")
 	boom := errors.New("boom")
@@ -176,6 +182,7 @@ func TestIntegration_MutexDo(t *testing.T) {
 // A hold lost while Do's fn runs cancels fn's context, and Do reports both
 // fn's error and the loss.
 func TestIntegration_DoReportsLoss(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	m := e.mutex(e.client(), "/do-lost")
 	err := m.Do(context.Background(), func(ctx context.Context) error {
@@ -189,6 +196,7 @@ func TestIntegration_DoReportsLoss(t *testing.T) {
 
 // Do releases when fn panics, and the panic goes on.
 func TestIntegration_DoReleasesOnPanic(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	m := e.mutex(e.client(), "/do-panic")
 	func() {
@@ -203,6 +211,7 @@ func TestIntegration_DoReleasesOnPanic(t *testing.T) {
 }
 
 func TestIntegration_MutexFencing(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	m1 := e.mutex(e.client(), "/fence")
 	m2 := e.mutex(e.client(), "/fence")
@@ -233,6 +242,7 @@ func TestIntegration_MutexFencing(t *testing.T) {
 }
 
 func TestIntegration_BadInput(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	c := e.client()
 	bg := context.Background()

@@ -9,6 +9,7 @@ import (
 )
 
 func TestRetryPolicies(t *testing.T) {
+	t.Parallel()
 	eb := zklock.ExponentialBackoff{Base: 10e6, MaxRetries: 2, MaxSleep: 25e6}
 	for i := 0; i < 2; i++ {
 		w, ok := eb.AllowRetry(i, 0)

@@ -13,6 +13,7 @@ import (
 // A revocation request reaches the holder, and the hold stands until the
 // holder releases.
 func TestIntegration_RevokeHolder(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	c := e.client()
 	m := e.mutex(c, "/revoke")

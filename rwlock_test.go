@@ -22,6 +22,7 @@ func (e *env) rwlock(c *zklock.Client, name string) *zklock.ReadWriteLock {
 }
 
 func TestIntegration_RWReadersShareWritersExclude(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	a, b := e.rwlock(e.client(), "/rw"), e.rwlock(e.client(), "/rw")
 	bg := context.Background()
@@ -50,6 +51,7 @@ func TestIntegration_RWReadersShareWritersExclude(t *testing.T) {
 
 // Readers behind a queued writer wait for it, so writers do not starve.
 func TestIntegration_RWFairQueue(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	r1, w, r2 := e.rwlock(e.client(), "/fair"), e.rwlock(e.client(), "/fair"), e.rwlock(e.client(), "/fair")
 	bg := context.Background()
@@ -84,6 +86,7 @@ func TestIntegration_RWFairQueue(t *testing.T) {
 // takes the write node's sequence, so a writer already queued stays behind
 // it after the write lock is released (CURATOR-621).
 func TestIntegration_RWDowngrade(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rw, other := e.rwlock(e.client(), "/down"), e.rwlock(e.client(), "/down")
 	bg := context.Background()
@@ -169,6 +172,7 @@ func TestIntegration_RWDowngradeAfterWriteNodeGone(t *testing.T) {
 }
 
 func TestIntegration_RWUpgradeRefused(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	rw := e.rwlock(e.client(), "/up")
 	rctx, err := rw.ReadLock().Acquire(context.Background())
@@ -185,6 +189,7 @@ func TestIntegration_RWUpgradeRefused(t *testing.T) {
 }
 
 func TestIntegration_RWParticipantsOwnKind(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	a, b := e.rwlock(e.client(), "/kinds"), e.rwlock(e.client(), "/kinds")
 	bg := context.Background()

@@ -54,6 +54,7 @@ func TestIntegration_SemaphoreMutexLateRelease(t *testing.T) {
 }
 
 func TestIntegration_SemaphoreMutex(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	m, err := zklock.NewSemaphoreMutex(e.client(), e.root+"/sm")
 	require.NoError(t, err)

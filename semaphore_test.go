@@ -25,6 +25,7 @@ func (e *env) semaphore(c *zklock.Client, name string, max int) *zklock.Semaphor
 }
 
 func TestIntegration_SemaphoreBoundsHolders(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	var inside, most atomic.Int32
 	var wg sync.WaitGroup
@@ -90,6 +91,7 @@ func TestIntegration_SemaphoreBoundsHolders(t *testing.T) {
 }
 
 func TestIntegration_SemaphoreAcquireNAllOrNothing(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	a, b := e.semaphore(e.client(), "/n", 4), e.semaphore(e.client(), "/n", 4)
 	bg := context.Background()
@@ -144,6 +146,7 @@ func TestIntegration_SemaphoreAcquireNAllOrNothing(t *testing.T) {
 }
 
 func TestIntegration_LeaseAPI(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	s, err := zklock.NewSemaphore(e.client(), e.root+"/lease", 2, zklock.WithLockData([]byte("worker-1")))
 	require.NoError(t, err)

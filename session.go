@@ -92,12 +92,19 @@ func (c *Client) Listen(fn func(ConnectionState)) (stop func()) {
 // errSessionChanged means that the session some nodes belonged to is gone.
 var errSessionChanged = errors.New("zklock: session lost")
 
-// awaitSession waits until the connection is up with session s (any
-// session if s is 0). It returns errSessionChanged once s is lost or
-// replaced, ctx's error, or ErrClosed. It needs no timer: a suspension
-// ends within the session timeout, with a reconnect or with the Client
-// declaring the session lost.
-func (c *Client) awaitSession(ctx context.Context, s int64) error {
+// awaitConnected waits until the connection is up. With a session s (not
+// 0) it returns errSessionChanged once s is lost or replaced: the nodes of
+// s are then gone. With a bound d (not 0) it returns
+// context.DeadlineExceeded after d. It also returns ctx's error, or
+// ErrClosed. Unbounded, it still ends: a suspension ends within the session
+// timeout, with a reconnect or with the Client declaring the session lost.
+func (c *Client) awaitConnected(ctx context.Context, s int64, d time.Duration) error {
+	var timeout <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
 	for {
 		c.mu.Lock()
 		state, session, ch := c.state, c.session, c.changed
@@ -105,7 +112,7 @@ func (c *Client) awaitSession(ctx context.Context, s int64) error {
 		switch {
 		case state == StateClosed:
 			return ErrClosed
-		case state == StateLost || (s != 0 && session != s):
+		case s != 0 && (state == StateLost || session != s):
 			return errSessionChanged
 		case state == StateConnected || state == StateReconnected:
 			return nil
@@ -116,6 +123,8 @@ func (c *Client) awaitSession(ctx context.Context, s int64) error {
 			return ctx.Err()
 		case <-c.closing:
 			return ErrClosed
+		case <-timeout:
+			return context.DeadlineExceeded
 		}
 	}
 }
@@ -154,31 +163,6 @@ func (c *Client) holdLost(s snapshot) error {
 		return fmt.Errorf("%w: connection suspended", ErrLockLost)
 	}
 	return nil
-}
-
-// awaitConnected waits until the connection is up, for at most d. It
-// returns ctx's error, ErrClosed, or context.DeadlineExceeded when d passes.
-func (c *Client) awaitConnected(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		ch := c.stateChanged()
-		switch c.State() {
-		case StateConnected, StateReconnected:
-			return nil
-		case StateClosed:
-			return ErrClosed
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-c.closing:
-			return ErrClosed
-		case <-t.C:
-			return context.DeadlineExceeded
-		}
-	}
 }
 
 // sessionTimeout is the negotiated session timeout if known, else the

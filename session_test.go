@@ -15,6 +15,7 @@ import (
 // Credentials are re-applied when go-zookeeper opens a new session after an
 // expiry, so ACL-protected locks keep working.
 func TestIntegration_AuthSurvivesSessionExpiry(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	faults := zktest.NewFaultsT(t, e.servers)
 	acl := append(zk.DigestACL(zk.PermAll, "owner", "pw"), zk.WorldACL(zk.PermRead)...)
@@ -42,6 +43,7 @@ func TestIntegration_AuthSurvivesSessionExpiry(t *testing.T) {
 }
 
 func TestStringers(t *testing.T) {
+	t.Parallel()
 	names := map[zklock.ConnectionState]string{
 		zklock.StateConnected: "Connected", zklock.StateSuspended: "Suspended",
 		zklock.StateReconnected: "Reconnected", zklock.StateLost: "Lost", zklock.StateClosed: "Closed",
@@ -56,6 +58,7 @@ func TestStringers(t *testing.T) {
 }
 
 func TestIntegration_MutexListenAndClose(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	c, err := zklock.Connect(e.servers)
 	require.NoError(t, err)

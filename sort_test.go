@@ -13,6 +13,7 @@ import (
 // Protected and unprotected nodes (Curator, go-zk's zk.Lock) sort together
 // by sequence, and equal keys keep their listing order.
 func TestSortChildren_MixedAndStable(t *testing.T) {
+	t.Parallel()
 	children := []string{
 		uuidA + "lock-0000000010",
 		"lock-0000000002",
@@ -31,6 +32,7 @@ func TestSortChildren_MixedAndStable(t *testing.T) {
 }
 
 func TestCompareUTF16(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		a, b string
 		want int

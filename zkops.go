@@ -94,7 +94,7 @@ func retry[T any](c *Client, ctx context.Context, op func() (T, error)) (T, erro
 		}
 		// Like Curator's RetryLoop, give the connection a chance to come
 		// back before the next attempt.
-		if werr := c.awaitConnected(ctx, c.opts.connectTimeout); werr != nil && !errors.Is(werr, context.DeadlineExceeded) {
+		if werr := c.awaitConnected(ctx, 0, c.opts.connectTimeout); werr != nil && !errors.Is(werr, context.DeadlineExceeded) {
 			return v, werr
 		}
 	}

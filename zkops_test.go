@@ -17,6 +17,7 @@ import (
 // A create whose response is lost is found again by its protected prefix:
 // no second node, no orphan.
 func TestIntegration_ProtectedCreateLostResponse(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.create(e.root + "/lost-response") // so the first create is the one that loses its response
 	c, f := e.faultClient()
@@ -34,6 +35,7 @@ func TestIntegration_ProtectedCreateLostResponse(t *testing.T) {
 // CURATOR-498: the node found by prefix belongs to another (dying) session.
 // It is deleted, and a new node with a new UUID is created in ours.
 func TestIntegration_ProtectedCreateFindsOtherSessionsNode(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	other := zktest.ConnectT(t, e.servers)
 	e.create(e.root + "/stale-session")
@@ -66,6 +68,7 @@ func TestIntegration_ProtectedCreateFindsOtherSessionsNode(t *testing.T) {
 // When the retry policy gives up on a create whose outcome is unknown, the
 // node it may have made is found and deleted in the background.
 func TestIntegration_ProtectedCreateGivesUp(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	c, f := e.faultClient(zklock.WithRetryPolicy(zklock.RetryNTimes{N: 0}))
 	m := e.mutex(c, "/gives-up")
@@ -84,6 +87,7 @@ func TestIntegration_ProtectedCreateGivesUp(t *testing.T) {
 // ctx ends while the create is in flight: Acquire returns at once, and the
 // node the create makes afterwards is deleted.
 func TestIntegration_ProtectedCreateAbandoned(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.create(e.root + "/abandoned-create")
 	c, f := e.faultClient()
@@ -111,6 +115,7 @@ func TestIntegration_ProtectedCreateAbandoned(t *testing.T) {
 // A release whose delete fails on the network returns, and the delete goes
 // on in the background until the node is gone.
 func TestIntegration_GuaranteedDelete(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	c, f := e.faultClient()
 	m := e.mutex(c, "/guaranteed")
@@ -132,6 +137,7 @@ func TestIntegration_GuaranteedDelete(t *testing.T) {
 // Operations that fail with a connection loss are retried under the retry
 // policy, and fail with the connection error once it gives up.
 func TestIntegration_ConnectionLossRetries(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	c, f := e.faultClient(zklock.WithRetryPolicy(zklock.RetryNTimes{N: 2, Sleep: 10 * time.Millisecond}))
 	m := e.mutex(c, "/retries")
@@ -157,6 +163,7 @@ func TestIntegration_ConnectionLossRetries(t *testing.T) {
 // fencing tokens still increase across the re-creation, though the
 // sequence numbers start again.
 func TestIntegration_MutexContainerParentsReaped(t *testing.T) {
+	t.Parallel()
 	cluster := zktest.StartT(t, zktest.Config{ContainerCheckInterval: 100 * time.Millisecond})
 	e := setupOn(t, cluster)
 	m := e.mutex(e.client(), "/reap/lock")
@@ -186,6 +193,7 @@ func TestIntegration_MutexContainerParentsReaped(t *testing.T) {
 }
 
 func TestProtectedNames(t *testing.T) {
+	t.Parallel()
 	for range 100 {
 		id := zklock.NewUUIDForTest()
 		require.Len(t, id, 36)
