@@ -82,6 +82,12 @@ func (h *hold) watch(snap snapshot, onRevoke func()) bool {
 // the connection is suspended.
 func (h *hold) monitor(snap snapshot, onRevoke func()) {
 	c := h.c
+	if !h.node.isKnown() { // granted at once: set the watch now
+		if err := watchOwn(h.ctx, c, h.node, onRevoke); err != nil {
+			h.loseBy(err)
+			return
+		}
+	}
 	for {
 		stateCh := c.stateChanged()
 		if err := c.holdLost(snap); err != nil {
@@ -90,23 +96,10 @@ func (h *hold) monitor(snap snapshot, onRevoke func()) {
 		}
 		select {
 		case ev := <-h.node.own:
-			err := ownEvent(h.ctx, c, h.node, ev, onRevoke)
-			if err == nil {
-				continue
+			if err := ownEvent(h.ctx, c, h.node, ev, onRevoke); err != nil {
+				h.loseBy(err)
+				return
 			}
-			if h.ctx.Err() != nil {
-				return // released while we looked
-			}
-			switch {
-			case errors.Is(err, errNodeGone):
-				err = fmt.Errorf("%w: node %s deleted", ErrLockLost, c.relPath(h.node.path))
-			case errors.Is(err, ErrClosed):
-				err = errLostClosed
-			default:
-				err = fmt.Errorf("%w: %w", ErrLockLost, err)
-			}
-			h.lose(err)
-			return
 		case <-stateCh:
 		case <-h.ctx.Done():
 			return
@@ -114,6 +107,37 @@ func (h *hold) monitor(snap snapshot, onRevoke func()) {
 			h.lose(errLostClosed)
 			return
 		}
+	}
+}
+
+// loseBy loses the hold because following its node failed with err,
+// unless the hold ended meanwhile.
+func (h *hold) loseBy(err error) {
+	if h.ctx.Err() != nil {
+		return // released while we looked
+	}
+	switch {
+	case errors.Is(err, errNodeGone):
+		err = fmt.Errorf("%w: node %s deleted", ErrLockLost, h.c.relPath(h.node.path))
+	case errors.Is(err, ErrClosed):
+		err = errLostClosed
+	default:
+		err = fmt.Errorf("%w: %w", ErrLockLost, err)
+	}
+	h.lose(err)
+}
+
+// token returns the node's fencing token, waiting if its hold's monitor
+// has not learnt it yet (a node granted at once). what and path name the
+// operation in errors.
+func (h *hold) token(ctx context.Context, what, path string) (int64, error) {
+	select {
+	case <-h.node.known:
+		return h.node.czxid, nil
+	case <-h.ctx.Done():
+		return 0, h.check(what, path)
+	case <-ctx.Done():
+		return 0, opErr(ctx, what, path, ctx.Err())
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -34,11 +35,29 @@ type lockInternals struct {
 
 // lockNode is one node queued or held by the engine.
 type lockNode struct {
-	path    string          // full ZooKeeper path
-	name    string          // last segment of path
-	czxid   int64           // fencing token
-	session int64           // session that owns the node
-	own     <-chan zk.Event // data watch on the node itself
+	path    string // full ZooKeeper path
+	name    string // last segment of path
+	session int64  // session that owns the node
+
+	// Set by the first watchOwn, which then closes known: before a wait,
+	// or for a node granted at once, by its hold's monitor.
+	czxid int64           // fencing token
+	own   <-chan zk.Event // data watch on the node itself
+	known chan struct{}   // closed once czxid and own are set
+}
+
+func newLockNode(p string, session int64) *lockNode {
+	return &lockNode{path: p, name: path.Base(p), session: session, known: make(chan struct{})}
+}
+
+// isKnown reports whether the first watchOwn of n has succeeded.
+func (n *lockNode) isKnown() bool {
+	select {
+	case <-n.known:
+		return true
+	default:
+		return false
+	}
 }
 
 // acquireReq is what a recipe asks of the engine.
@@ -80,25 +99,65 @@ func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (*lockNode
 	}
 	r := newRetrier(c.opts.retry)
 	for {
-		p, err := li.driver.CreateNode(ctx, c, path.Join(li.basePath, li.lockName), req.data)
+		n, listed, err := li.createAndList(ctx, req.data)
 		if err != nil {
 			return nil, snapshot{}, closedErr(err)
 		}
-		n := &lockNode{path: p, name: path.Base(p)}
-		snap, err := li.waitOrClean(ctx, n, req)
+		snap, err := li.waitOrClean(ctx, n, req, listed)
 		if err == nil {
 			return n, snap, nil
 		}
 		// Every exit after the create deletes the node, whatever the reason;
 		// a vanished node may be an old session's node that is still dying.
-		c.deleteNode(p)
+		c.deleteNode(n.path)
 		if !errors.Is(err, errNodeGone) {
 			return nil, snapshot{}, err
 		}
-		if err := r.again(ctx, c.closing, "lock node "+p); err != nil {
+		if err := r.again(ctx, c.closing, "lock node "+n.path); err != nil {
 			return nil, snapshot{}, err
 		}
 	}
+}
+
+// createAndList creates our node and lists the lock's children in one
+// round trip: the listing is sent right behind the create, on the same
+// session, so ZooKeeper serves it after the create. The listing is
+// returned only if it shows our node (if it overtook the create, or failed,
+// the first decision lists again).
+func (li *lockInternals) createAndList(ctx context.Context, data []byte) (*lockNode, []string, error) {
+	c := li.c
+	snap := c.snapshot()
+	sent := make(chan struct{})
+	var once sync.Once
+	listed := make(chan []string, 1)
+	if !c.goFunc(func() {
+		select {
+		case <-sent:
+		case <-ctx.Done():
+		}
+		children, _, err := c.zc.Children(li.basePath)
+		if err != nil {
+			children = nil
+		}
+		listed <- children
+	}) {
+		return nil, nil, ErrClosed
+	}
+	// A custom driver may create otherwise: then the listing follows the
+	// create's reply.
+	defer once.Do(func() { close(sent) })
+	cctx := context.WithValue(ctx, sendingKey{}, func() { once.Do(func() { close(sent) }) })
+	p, err := li.driver.CreateNode(cctx, c, path.Join(li.basePath, li.lockName), data)
+	once.Do(func() { close(sent) })
+	children := <-listed
+	if err != nil {
+		return nil, nil, err
+	}
+	n := newLockNode(p, snap.session)
+	if !slices.Contains(children, n.name) {
+		children = nil
+	}
+	return n, children, nil
 }
 
 // acquireAt creates the node req.at names, non-sequential and protected,
@@ -111,7 +170,7 @@ func (li *lockInternals) acquireAt(ctx context.Context, req acquireReq) (*lockNo
 	if err != nil {
 		return nil, snapshot{}, closedErr(err)
 	}
-	n := &lockNode{path: p, name: path.Base(p)}
+	n := newLockNode(p, snap.session)
 	if err := li.watchOwn(ctx, n, req.onRevoke); err != nil {
 		c.deleteNode(p)
 		if errors.Is(err, errNodeGone) {
@@ -124,14 +183,14 @@ func (li *lockInternals) acquireAt(ctx context.Context, req acquireReq) (*lockNo
 
 // waitOrClean is wait, deleting the node if a user callback (a Driver)
 // panics, before the panic goes on.
-func (li *lockInternals) waitOrClean(ctx context.Context, n *lockNode, req acquireReq) (snapshot, error) {
+func (li *lockInternals) waitOrClean(ctx context.Context, n *lockNode, req acquireReq, listed []string) (snapshot, error) {
 	done := false
 	defer func() {
 		if !done {
 			li.c.deleteNode(n.path)
 		}
 	}()
-	snap, err := li.wait(ctx, n, req)
+	snap, err := li.wait(ctx, n, req, listed)
 	done = true
 	return snap, err
 }
@@ -152,40 +211,72 @@ func (li *lockInternals) peek(ctx context.Context) (bool, error) {
 	return res.Acquired, nil
 }
 
-// wait learns n's fencing token and sets its own watch, then waits until
-// the driver grants n the lock (or, with try, decides once).
-func (li *lockInternals) wait(ctx context.Context, n *lockNode, req acquireReq) (snapshot, error) {
-	if err := li.watchOwn(ctx, n, req.onRevoke); err != nil {
-		return snapshot{}, err
+// wait waits until the driver grants n the lock (or, with try, decides
+// once). listed, if not nil, is a listing that shows n, for the first
+// decision. n's own watch, which tells of its deletion and of revocation
+// requests, is set before waiting; a revocable node sets it at once, and a
+// node granted at once leaves it to its hold's monitor.
+func (li *lockInternals) wait(ctx context.Context, n *lockNode, req acquireReq, listed []string) (snapshot, error) {
+	if req.onRevoke != nil {
+		if err := li.watchOwn(ctx, n, req.onRevoke); err != nil {
+			return snapshot{}, err
+		}
 	}
 	w := waiter{c: li.c, own: n, session: n.session, onRevoke: req.onRevoke, try: req.try}
-	return w.run(ctx, func(ctx context.Context) (verdict, error) { return li.decide(ctx, n, req.try) })
+	return w.run(ctx, func(ctx context.Context) (verdict, error) {
+		children := listed
+		listed = nil
+		return li.decide(ctx, n, children, req)
+	})
 }
 
-// decide lists the children once and asks the driver about n. When n must
-// wait, it watches the one node the driver names; if that node is already
-// gone, the verdict asks to decide again at once.
-func (li *lockInternals) decide(ctx context.Context, n *lockNode, try bool) (verdict, error) {
-	children, err := li.sortedChildren(ctx)
-	if err != nil {
-		return verdict{}, err
+// decide asks the driver about n, from children if given, else from one
+// new listing. When n must wait, it watches the one node the driver names
+// (and, the first time, n itself, in the same round trip); if that node is
+// already gone, the verdict asks to decide again at once.
+func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []string, req acquireReq) (verdict, error) {
+	if children == nil {
+		var err error
+		if children, err = li.children(ctx); err != nil {
+			return verdict{}, err
+		}
 	}
+	children = sortUpTo(children, n.name, li.lockName, li.driver)
 	res, err := li.driver.GetsTheLock(children, n.name, li.maxLeases)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return verdict{}, errNodeGone
 	case err != nil:
 		return verdict{}, err
-	case res.Acquired || try:
+	case res.Acquired || req.try:
 		return verdict{granted: res.Acquired}, nil
 	case !slices.Contains(children, res.Watch):
 		return verdict{}, fmt.Errorf("driver asked to watch %q, which is not a child of %s: %w", res.Watch, li.basePath, ErrInvalidArgument)
 	}
+	ownErr := watchOwnAlongside(ctx, li.c, n, req.onRevoke)
 	ch, err := li.c.watchNode(ctx, path.Join(li.basePath, res.Watch))
+	if err := <-ownErr; err != nil {
+		return verdict{}, err
+	}
 	if errors.Is(err, zk.ErrNoNode) {
 		return verdict{again: true}, nil
 	}
 	return verdict{watch: ch}, err
+}
+
+// watchOwnAlongside sets n's own watch, if it is not set yet, on another
+// goroutine, so that its request travels with the caller's next one. The
+// channel yields its outcome.
+func watchOwnAlongside(ctx context.Context, c *Client, n *lockNode, onRevoke func()) <-chan error {
+	out := make(chan error, 1)
+	if n.isKnown() {
+		out <- nil
+		return out
+	}
+	if !c.goFunc(func() { out <- watchOwn(ctx, c, n, onRevoke) }) {
+		out <- ErrClosed
+	}
+	return out
 }
 
 // watchOwn sets the data watch on n, learns its fencing token and owner,
@@ -220,9 +311,10 @@ func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func()) erro
 		n.own = g.ch
 	} else {
 		n.czxid, n.own = g.stat.Czxid, g.ch
-		if n.session = g.stat.EphemeralOwner; n.session == 0 {
-			n.session = c.snapshot().session // a persistent node (custom driver)
+		if g.stat.EphemeralOwner != 0 {
+			n.session = g.stat.EphemeralOwner
 		}
+		close(n.known)
 	}
 	if onRevoke != nil && bytes.Equal(g.data, revokeMessage) {
 		onRevoke()
@@ -244,9 +336,9 @@ func ownEvent(ctx context.Context, c *Client, n *lockNode, ev zk.Event, onRevoke
 	return watchOwn(ctx, c, n, onRevoke)
 }
 
-// sortedChildren lists the lock's children in the driver's order. A
-// missing lock node has no children.
-func (li *lockInternals) sortedChildren(ctx context.Context) ([]string, error) {
+// children lists the lock's children, unsorted. A missing lock node has
+// no children.
+func (li *lockInternals) children(ctx context.Context) ([]string, error) {
 	c := li.c
 	children, err := retry(c, ctx, func() ([]string, error) {
 		ch, _, err := c.zc.Children(li.basePath)
@@ -255,6 +347,12 @@ func (li *lockInternals) sortedChildren(ctx context.Context) ([]string, error) {
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
+	return children, err
+}
+
+// sortedChildren lists the lock's children in the driver's order.
+func (li *lockInternals) sortedChildren(ctx context.Context) ([]string, error) {
+	children, err := li.children(ctx)
 	if err != nil {
 		return nil, err
 	}

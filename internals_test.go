@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -220,4 +221,146 @@ func TestIntegration_MutexManyAbandonedWaits(t *testing.T) {
 	a := await(t, got, 10*time.Second)
 	require.NoError(t, a.err)
 	require.NoError(t, waiter.Release(a.ctx))
+}
+
+// countConn counts the requests a Client sends, by operation.
+type countConn struct {
+	zklock.ZKConn
+	mu sync.Mutex
+	n  map[string]int // guarded by mu
+}
+
+func (c *countConn) count(op string) {
+	c.mu.Lock()
+	c.n[op]++
+	c.mu.Unlock()
+}
+
+// total returns the number of requests so far and a copy of the counts.
+func (c *countConn) total() (int, map[string]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sum, cp := 0, map[string]int{}
+	for op, n := range c.n {
+		sum += n
+		cp[op] = n
+	}
+	return sum, cp
+}
+
+func (c *countConn) Create(p string, d []byte, f int32, a []zk.ACL) (string, error) {
+	c.count("create")
+	return c.ZKConn.Create(p, d, f, a)
+}
+
+func (c *countConn) CreateContainer(p string, d []byte, f int32, a []zk.ACL) (string, error) {
+	c.count("createContainer")
+	return c.ZKConn.CreateContainer(p, d, f, a)
+}
+
+func (c *countConn) Children(p string) ([]string, *zk.Stat, error) {
+	c.count("getChildren")
+	return c.ZKConn.Children(p)
+}
+
+func (c *countConn) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	c.count("getChildren")
+	return c.ZKConn.ChildrenW(p)
+}
+
+func (c *countConn) Get(p string) ([]byte, *zk.Stat, error) {
+	c.count("getData")
+	return c.ZKConn.Get(p)
+}
+
+func (c *countConn) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	c.count("getData")
+	return c.ZKConn.GetW(p)
+}
+
+func (c *countConn) Exists(p string) (bool, *zk.Stat, error) {
+	c.count("exists")
+	return c.ZKConn.Exists(p)
+}
+
+func (c *countConn) Delete(p string, v int32) error {
+	c.count("delete")
+	return c.ZKConn.Delete(p, v)
+}
+
+func (c *countConn) Sync(p string) (string, error) {
+	c.count("sync")
+	return c.ZKConn.Sync(p)
+}
+
+func (c *countConn) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	c.count("multi")
+	return c.ZKConn.Multi(ops...)
+}
+
+// countingClient connects a Client whose requests cc counts.
+func (e *env) countingClient() (*zklock.Client, *countConn) {
+	cc := &countConn{n: map[string]int{}}
+	c := e.client(zklock.WithConnWrapper(func(real zklock.ZKConn) zklock.ZKConn {
+		cc.ZKConn = real
+		return cc
+	}))
+	return c, cc
+}
+
+// A queue of a few hundred waiters costs O(n) requests in total: each
+// waiter queues with a bounded number of requests, and each handoff costs
+// the woken waiter one listing (BENCHMARKS.md). Walking cached
+// predecessors, or a herd, would cost O(n^2): about 45,000 at n = 300.
+func TestIntegration_QueueCostsLinearRequests(t *testing.T) {
+	t.Parallel()
+	const waiters, sessions = 300, 6
+	e := setup(t)
+	gate := e.mutex(e.client(), "/queue")
+	g, err := gate.Acquire(context.Background())
+	require.NoError(t, err)
+
+	counters := make([]*countConn, sessions)
+	results := make(chan error, waiters)
+	for s := range sessions {
+		c, cc := e.countingClient()
+		counters[s] = cc
+		m := e.mutex(c, "/queue")
+		for range waiters / sessions {
+			go func() {
+				h, err := m.Acquire(context.Background())
+				if err == nil {
+					err = m.Release(h)
+				}
+				results <- err
+			}()
+		}
+	}
+	sum := func() (int, map[string]int) {
+		total, byOp := 0, map[string]int{}
+		for _, cc := range counters {
+			n, ops := cc.total()
+			total += n
+			for op, k := range ops {
+				byOp[op] += k
+			}
+		}
+		return total, byOp
+	}
+	waitParticipants(t, gate, waiters+1)
+	queued, queuedOps := sum()
+	require.NoError(t, gate.Release(g))
+	for range waiters {
+		select {
+		case err := <-results:
+			require.NoError(t, err)
+		case <-time.After(60 * time.Second):
+			t.Fatal("the queue did not drain within 60s")
+		}
+	}
+	total, ops := sum()
+	t.Logf("requests: %d to queue %d waiters %v; %d in all %v", queued, waiters, queuedOps, total, ops)
+	assert.LessOrEqual(t, queued, 4*waiters, "queueing costs a few requests per waiter")
+	assert.LessOrEqual(t, total-queued, 3*waiters, "a handoff and a release cost a few requests each")
+	assert.LessOrEqual(t, ops["getChildren"], 2*waiters+sessions, "one listing to queue, one per handoff")
 }

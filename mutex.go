@@ -203,7 +203,7 @@ func (m *Mutex) Token(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return h.node.czxid, nil
+	return h.token(ctx, "token", m.path)
 }
 
 // CheckOp returns a check on the node of ctx's hold, to put first in

@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -175,8 +176,16 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool) ([]*Lease,
 	if err != nil {
 		return nil, err
 	}
+	// Learn the leases' tokens alongside the first decision.
+	owns := make([]<-chan error, len(nodes))
+	for i, nd := range nodes {
+		owns[i] = watchOwnAlongside(ctx, c, nd, nil)
+	}
 	w := waiter{c: c, session: nodes[0].session, try: try}
 	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) { return s.decide(ctx, nodes) })
+	for _, own := range owns {
+		err = cmp.Or(err, <-own)
+	}
 	if err != nil {
 		deleteNodes(c, nodes)
 		return nil, err
@@ -184,22 +193,18 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool) ([]*Lease,
 	return s.grant(ctx, nodes, snap)
 }
 
-// createLeases creates n lease nodes and learns their fencing tokens. On
-// failure it deletes the nodes it made.
+// createLeases creates n lease nodes. On failure it deletes the nodes it
+// made.
 func (s *Semaphore) createLeases(ctx context.Context, n int) ([]*lockNode, error) {
 	var made []*lockNode
 	for range n {
+		session := s.c.snapshot().session
 		p, err := s.c.createProtected(ctx, pathpkg.Join(s.leases, "lease-"), s.data, zk.FlagEphemeral|zk.FlagSequence, "")
 		if err != nil {
 			deleteNodes(s.c, made)
 			return nil, closedErr(err)
 		}
-		nd := &lockNode{path: p, name: pathpkg.Base(p)}
-		made = append(made, nd)
-		if err := watchOwn(ctx, s.c, nd, nil); err != nil {
-			deleteNodes(s.c, made)
-			return nil, err
-		}
+		made = append(made, newLockNode(p, session))
 	}
 	return made, nil
 }

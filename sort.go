@@ -18,6 +18,28 @@ func sortChildren(children []string, lockName string, d Driver) {
 	}
 }
 
+// sortUpTo returns, sorted, the children that sort no later than node:
+// node and the ones before it, which are all that a predicate decides from
+// (see [Driver]). Later children are dropped before sorting, so a waiter at
+// the head of a long queue sorts one name, not the queue. node must be
+// among children; if it is not, sortUpTo returns every child, sorted, and
+// the predicate reports the node missing.
+func sortUpTo(children []string, node, lockName string, d Driver) []string {
+	if !slices.Contains(children, node) {
+		sortChildren(children, lockName, d)
+		return children
+	}
+	key := d.SortKey(node, lockName)
+	kept := children[:0]
+	for _, ch := range children {
+		if ch == node || compareUTF16(d.SortKey(ch, lockName), key) <= 0 {
+			kept = append(kept, ch)
+		}
+	}
+	sortChildren(kept, lockName, d)
+	return kept
+}
+
 // compareUTF16 compares two strings in UTF-16 code unit order, the order of
 // Java's String.compareTo. It equals byte order except where a character
 // above U+FFFF meets one in U+E000..U+FFFF.

@@ -147,6 +147,18 @@ func (c *Client) createProtected(ctx context.Context, p string, data []byte, fla
 	return pc.run(ctx)
 }
 
+// sendingKey carries, in the context of a create, a function to call right
+// before the create request is handed to the connection: a read that must
+// be served after the create waits for it (see lockInternals.createAndList).
+type sendingKey struct{}
+
+// sending calls ctx's sending function, if it has one.
+func sending(ctx context.Context) {
+	if f, ok := ctx.Value(sendingKey{}).(func()); ok {
+		f()
+	}
+}
+
 // protectedCreate is one protected create in progress.
 type protectedCreate struct {
 	c                  *Client
@@ -176,7 +188,10 @@ func (pc *protectedCreate) run(ctx context.Context) (created string, err error) 
 			}
 		}
 		name := path.Join(pc.parent, pc.prefix+pc.base)
-		created, err := await(c, ctx, func() (string, error) { return pc.create(name) }, pc.abandoned(pc.prefix))
+		created, err := await(c, ctx, func() (string, error) {
+			sending(ctx)
+			return pc.create(name)
+		}, pc.abandoned(pc.prefix))
 		switch {
 		case err == nil:
 			return created, nil
