@@ -15,7 +15,10 @@ import (
 // hold is released (cause ErrReleased) or lost (cause ErrLockLost). It is
 // not re-entrant: Acquire with a context that already holds it returns
 // ErrNotReentrant, where Curator deadlocks; any other context queues. As in
-// Curator, Release accepts any context: the lock, not the context, is held.
+// Curator, Release accepts any context: one that carries no hold releases
+// the newest hold taken through the SemaphoreMutex. A context that carries
+// a hold only ever releases that hold, so a late Release of a lost hold
+// never frees the next one.
 type SemaphoreMutex struct {
 	s *Semaphore // written once by NewSemaphoreMutex
 
