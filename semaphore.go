@@ -171,7 +171,9 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool) ([]*Lease,
 	if err != nil {
 		return nil, err
 	}
-	defer c.deleteNode(lock.path)
+	// Give the internal lock up without waiting for the delete's reply:
+	// the next acquirer waits for it, our caller need not.
+	defer c.cleanup(func() { c.deleteNode(lock.path) })
 	nodes, err := s.createLeases(ctx, n)
 	if err != nil {
 		return nil, err
