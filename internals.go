@@ -149,11 +149,16 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte) (*lockN
 	cctx := context.WithValue(ctx, sendingKey{}, func() { once.Do(func() { close(sent) }) })
 	p, err := li.driver.CreateNode(cctx, c, path.Join(li.basePath, li.lockName), data)
 	once.Do(func() { close(sent) })
-	children := <-listed
 	if err != nil {
 		return nil, nil, err
 	}
 	n := newLockNode(p, snap.session)
+	var children []string
+	select {
+	case children = <-listed:
+	case <-ctx.Done(): // the first decision lists again, under ctx
+	case <-c.closing:
+	}
 	if !slices.Contains(children, n.name) {
 		children = nil
 	}
