@@ -79,14 +79,19 @@ func (h *hold) watch(snap snapshot, onRevoke func()) bool {
 
 // monitor follows the held node until the hold ends, and loses the hold
 // when the node is deleted, the session is lost, or (under StandardPolicy)
-// the connection is suspended.
+// the connection is suspended. It never blocks on the network itself:
+// setting the node's watch, at first (for a node granted at once) or again
+// after a data change, runs beside it, so a loss is seen meanwhile.
 func (h *hold) monitor(snap snapshot, onRevoke func()) {
 	c := h.c
-	if !h.node.isKnown() { // granted at once: set the watch now
-		if err := watchOwn(h.ctx, c, h.node, onRevoke); err != nil {
-			h.loseBy(err)
-			return
-		}
+	var (
+		own     <-chan zk.Event
+		watched <-chan watchResult
+	)
+	if h.node.isKnown() {
+		own = h.node.own // set before the hold began
+	} else {
+		watched = h.watchNode(onRevoke)
 	}
 	for {
 		stateCh := c.stateChanged()
@@ -95,11 +100,18 @@ func (h *hold) monitor(snap snapshot, onRevoke func()) {
 			return
 		}
 		select {
-		case ev := <-h.node.own:
-			if err := ownEvent(h.ctx, c, h.node, ev, onRevoke); err != nil {
+		case w := <-watched:
+			if w.err != nil {
+				h.loseBy(w.err)
+				return
+			}
+			own, watched = w.ch, nil
+		case ev := <-own:
+			if err := ownEventErr(ev); err != nil {
 				h.loseBy(err)
 				return
 			}
+			own, watched = nil, h.watchNode(onRevoke)
 		case <-stateCh:
 		case <-h.ctx.Done():
 			return
@@ -108,6 +120,25 @@ func (h *hold) monitor(snap snapshot, onRevoke func()) {
 			return
 		}
 	}
+}
+
+// watchResult is the outcome of setting a node's watch.
+type watchResult struct {
+	ch  <-chan zk.Event
+	err error
+}
+
+// watchNode sets the held node's watch on a goroutine of its own, which
+// ends with the hold at the latest.
+func (h *hold) watchNode(onRevoke func()) <-chan watchResult {
+	out := make(chan watchResult, 1)
+	if !h.c.goFunc(func() {
+		ch, err := watchOwn(h.ctx, h.c, h.node, onRevoke)
+		out <- watchResult{ch, err}
+	}) {
+		out <- watchResult{err: ErrClosed}
+	}
+	return out
 }
 
 // loseBy loses the hold because following its node failed with err,

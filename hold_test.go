@@ -2,6 +2,8 @@ package zklock_test
 
 import (
 	"context"
+	"path"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,4 +165,66 @@ func TestIntegration_MutexNodeDeletedBySomeoneElse(t *testing.T) {
 	require.ErrorIs(t, err, zklock.ErrLockLost)
 	require.ErrorIs(t, m.Release(h), zklock.ErrLockLost)
 	require.ErrorIs(t, m.Release(h), zklock.ErrNotHeld)
+}
+
+// getWHook runs a hook before every GetW of a Client's connection.
+type getWHook struct {
+	zklock.ZKConn
+	mu   sync.Mutex
+	hook func(p string) // guarded by mu; nil does nothing
+}
+
+func (g *getWHook) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	g.mu.Lock()
+	h := g.hook
+	g.mu.Unlock()
+	if h != nil {
+		h(p)
+	}
+	return g.ZKConn.GetW(p)
+}
+
+// A write to the held node (a revocation request, say) makes the hold watch
+// its node again, and the connection goes down just then. The hold must
+// still be lost at the suspension, not once the re-watch gives up: another
+// session gets the lock as soon as the holder's session expires.
+func TestIntegration_HoldLostWhileRewatching(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	faults := zktest.NewFaultsT(t, e.servers)
+	g := &getWHook{}
+	hc := e.client(
+		zklock.WithSessionTimeout(2*time.Second),
+		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+		zklock.WithConnWrapper(func(real zklock.ZKConn) zklock.ZKConn {
+			g.ZKConn = real
+			return g
+		}),
+	)
+	holder := e.mutex(hc, "/rewatch")
+	waiter := e.mutex(e.client(), "/rewatch")
+	bg := context.Background()
+	h, err := holder.Acquire(bg)
+	require.NoError(t, err)
+	_, err = holder.Token(h) // the hold's watch is set
+	require.NoError(t, err)
+	node := e.root + "/rewatch/" + path.Base(holder.LockPath(h))
+	var once sync.Once
+	g.mu.Lock()
+	g.hook = func(p string) {
+		if p == node {
+			once.Do(faults.Pause)
+		}
+	}
+	g.mu.Unlock()
+	_, err = e.admin.Set(node, []byte("any write"), -1)
+	require.NoError(t, err)
+
+	waitDone(t, h, 10*time.Second)
+	require.ErrorIs(t, context.Cause(h), zklock.ErrLockLost)
+	a := await(t, acquireAsync(bg, waiter), 30*time.Second)
+	require.NoError(t, a.err)
+	faults.Resume()
+	require.ErrorIs(t, holder.Release(h), zklock.ErrLockLost)
+	require.NoError(t, waiter.Release(a.ctx))
 }

@@ -176,13 +176,15 @@ func (li *lockInternals) acquireAt(ctx context.Context, req acquireReq) (*lockNo
 		return nil, snapshot{}, closedErr(err)
 	}
 	n := newLockNode(p, snap.session)
-	if err := li.watchOwn(ctx, n, req.onRevoke); err != nil {
+	own, err := watchOwn(ctx, c, n, req.onRevoke)
+	if err != nil {
 		c.deleteNode(p)
 		if errors.Is(err, errNodeGone) {
 			err = fmt.Errorf("node %s vanished: %w", p, zk.ErrNoNode)
 		}
 		return nil, snapshot{}, err
 	}
+	n.own = own
 	return n, snap, nil
 }
 
@@ -223,9 +225,11 @@ func (li *lockInternals) peek(ctx context.Context) (bool, error) {
 // node granted at once leaves it to its hold's monitor.
 func (li *lockInternals) wait(ctx context.Context, n *lockNode, req acquireReq, listed []string) (snapshot, error) {
 	if req.onRevoke != nil {
-		if err := li.watchOwn(ctx, n, req.onRevoke); err != nil {
+		own, err := watchOwn(ctx, li.c, n, req.onRevoke)
+		if err != nil {
 			return snapshot{}, err
 		}
+		n.own = own
 	}
 	w := waiter{c: li.c, own: n, session: n.session, onRevoke: req.onRevoke, try: req.try}
 	return w.run(ctx, func(ctx context.Context) (verdict, error) {
@@ -278,19 +282,20 @@ func watchOwnAlongside(ctx context.Context, c *Client, n *lockNode, onRevoke fun
 		out <- nil
 		return out
 	}
-	if !c.goFunc(func() { out <- watchOwn(ctx, c, n, onRevoke) }) {
+	if !c.goFunc(func() {
+		ch, err := watchOwn(ctx, c, n, onRevoke)
+		n.own = ch
+		out <- err
+	}) {
 		out <- ErrClosed
 	}
 	return out
 }
 
-// watchOwn sets the data watch on n, learns its fencing token and owner,
-// and reports a pending revocation.
-func (li *lockInternals) watchOwn(ctx context.Context, n *lockNode, onRevoke func()) error {
-	return watchOwn(ctx, li.c, n, onRevoke)
-}
-
-func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func()) error {
+// watchOwn sets a data watch on n and returns it. The first time, it also
+// learns n's fencing token and owner, and closes n.known. It reports a
+// pending revocation request.
+func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func()) (<-chan zk.Event, error) {
 	type got struct {
 		data []byte
 		stat *zk.Stat
@@ -301,21 +306,19 @@ func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func()) erro
 		return got{d, s, ch}, err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return errNodeGone
+		return nil, errNodeGone
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if n.czxid != 0 {
-		// Watching again (after a data change): the token and owner were
-		// set once, before the node was granted, and are read without a
-		// lock. A different node under the same name is not ours.
+	if n.isKnown() {
+		// Watching again, after a data change. A different node under the
+		// same name is not ours.
 		if g.stat.Czxid != n.czxid {
-			return errNodeGone
+			return nil, errNodeGone
 		}
-		n.own = g.ch
 	} else {
-		n.czxid, n.own = g.stat.Czxid, g.ch
+		n.czxid = g.stat.Czxid
 		if g.stat.EphemeralOwner != 0 {
 			n.session = g.stat.EphemeralOwner
 		}
@@ -324,11 +327,13 @@ func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func()) erro
 	if onRevoke != nil && bytes.Equal(g.data, revokeMessage) {
 		onRevoke()
 	}
-	return nil
+	return g.ch, nil
 }
 
-// ownEvent handles an event of the watch on our own node.
-func ownEvent(ctx context.Context, c *Client, n *lockNode, ev zk.Event, onRevoke func()) error {
+// ownEventErr returns why an event of the watch on our own node ends our
+// claim to it, or nil for a data change (a revocation request, or any
+// write), after which the node is watched again.
+func ownEventErr(ev zk.Event) error {
 	switch {
 	case ev.Type == zk.EventNodeDeleted:
 		return errNodeGone
@@ -337,8 +342,18 @@ func ownEvent(ctx context.Context, c *Client, n *lockNode, ev zk.Event, onRevoke
 	case ev.Type == zk.EventNotWatching:
 		return ErrClosed
 	}
-	// Data changed (a revocation request, or any write): watch again.
-	return watchOwn(ctx, c, n, onRevoke)
+	return nil
+}
+
+// ownEvent handles an event of the watch on a waiting node: it ends the
+// wait, or watches the node again.
+func ownEvent(ctx context.Context, c *Client, n *lockNode, ev zk.Event, onRevoke func()) error {
+	if err := ownEventErr(ev); err != nil {
+		return err
+	}
+	ch, err := watchOwn(ctx, c, n, onRevoke)
+	n.own = ch
+	return err
 }
 
 // children lists the lock's children, unsorted. A missing lock node has
