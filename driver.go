@@ -14,11 +14,12 @@ import (
 // sorts them by SortKey, and asks GetsTheLock whether the node holds the
 // lock or which node it must wait for.
 //
-// The engine lists the children once per node it queues, and afterwards
-// learns only of deletions of the nodes it watches. GetsTheLock must
-// therefore decide from the children that sort before node, which is true
-// of every predicate based on sequence order. Implementations must be safe
-// for concurrent use.
+// The engine lists the children each time it decides (when a node is
+// queued, and each time the node it watches changes), and passes the
+// driver only the children that sort no later than node: sequence numbers
+// only grow, so later children cannot matter to a predicate based on
+// sequence order, and GetsTheLock must decide from the children before
+// node. Implementations must be safe for concurrent use.
 type Driver interface {
 	// CreateNode creates the lock node for path, the full ZooKeeper path of
 	// the lock's base path joined with the lock name (for example

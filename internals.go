@@ -24,7 +24,8 @@ var errNodeGone = errors.New("zklock: lock node vanished")
 // lockInternals is the engine under every lock recipe. It queues a
 // sequential node under basePath, decides with its Driver whether the node
 // holds the lock, and waits for the node it must watch. Its waiter is the
-// only place in the package that waits for ZooKeeper.
+// only place where an acquire waits; a hold's monitor and the background
+// deletes wait only for the session's own events.
 type lockInternals struct {
 	c         *Client
 	basePath  string // full ZooKeeper path of the lock (namespace included)

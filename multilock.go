@@ -29,9 +29,10 @@ type Locker interface {
 // A MultiLock is safe for concurrent use. Its holds are carried by the
 // context Acquire returns, which also carries every member's hold, and it
 // is re-entrant per context. The returned context is cancelled when the
-// MultiLock is released or when any member's hold is lost. To avoid
-// deadlocks between MultiLocks over the same locks, every process must take
-// them in the same order; [NewMultiLockPaths] sorts them.
+// MultiLock is released or when any member's hold is lost; a member lost
+// means the MultiLock lost, and the other members are released at once.
+// To avoid deadlocks between MultiLocks over the same locks, every process
+// must take them in the same order; [NewMultiLockPaths] sorts them.
 type MultiLock struct {
 	locks []Locker // immutable
 
@@ -96,16 +97,22 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 		member = append(member, mctx)
 		carrier = valuesFrom{ctx, mctx}
 	}
-	free := func() error { return ml.releaseMembers(member) }
+	var stops []func() bool
+	free := func() error {
+		for _, stop := range stops {
+			stop()
+		}
+		return ml.releaseMembers(member)
+	}
 	h := newHold(nil, valuesFrom{ctx, carrier}, holdKey{ml}, "multi-lock", nil, &ml.live, free)
 	for _, mctx := range member {
 		// A member lost is the MultiLock lost: the other members are
 		// released at once, so they block no one.
-		context.AfterFunc(mctx, func() {
+		stops = append(stops, context.AfterFunc(mctx, func() {
 			if cause := context.Cause(mctx); errors.Is(cause, ErrLockLost) {
 				h.lose(cause)
 			}
-		})
+		}))
 	}
 	return h.ctx, nil
 }
@@ -137,7 +144,12 @@ func (ml *MultiLock) Release(ctx context.Context) error {
 	if ml == nil || h == nil {
 		return fmt.Errorf("zklock: multi-lock release: %w", ErrNotHeld)
 	}
-	return h.release("multi-lock")
+	err := h.release("multi-lock")
+	if errors.Is(err, ErrLockLost) {
+		// Lost: the members were released then; report how that went.
+		return joinErrs(err, h.freed())
+	}
+	return err
 }
 
 // IsAcquiredInThisProcess reports whether any context holds ml.
@@ -164,4 +176,12 @@ type valuesFrom struct {
 	values context.Context
 }
 
-func (v valuesFrom) Value(key any) any { return v.values.Value(key) }
+// Value answers the holds' keys from values, and every other key (the
+// caller's values, and the context package's own, which context.Cause
+// uses) from the embedded context.
+func (v valuesFrom) Value(key any) any {
+	if _, ok := key.(holdKey); ok {
+		return v.values.Value(key)
+	}
+	return v.Context.Value(key)
+}

@@ -2,6 +2,7 @@ package zklock_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -111,4 +112,36 @@ func TestIntegration_MultiLockMemberLost(t *testing.T) {
 	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
 	_, err = zklock.NewMultiLockPaths(c, "bad")
 	require.ErrorIs(t, err, zklock.ErrInvalidPath)
+}
+
+// A cancel with a cause while the MultiLock waits for its second member:
+// the error wraps both ctx.Err() and the cause.
+func TestIntegration_MultiLockCauseOfLaterMembers(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	bg := context.Background()
+	other := e.mutex(e.client(), "/b")
+	oh, err := other.Acquire(bg)
+	require.NoError(t, err)
+	ml, err := zklock.NewMultiLockPaths(c, e.root+"/a", e.root+"/b")
+	require.NoError(t, err)
+	cause := errors.New("shutting down")
+	ctx, cancel := context.WithCancelCause(bg)
+	errs := make(chan error, 1)
+	go func() {
+		_, err := ml.Acquire(ctx)
+		errs <- err
+	}()
+	waitParticipants(t, other, 2) // the MultiLock holds /a and waits for /b
+	cancel(cause)
+	select {
+	case err = <-errs:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Acquire did not return after its context was cancelled")
+	}
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, cause, "context.Cause stays reachable")
+	assert.False(t, ml.IsAcquiredInThisProcess())
+	require.NoError(t, other.Release(oh))
 }

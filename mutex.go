@@ -156,7 +156,7 @@ func (m *Mutex) onRevoke() func() {
 // no hold of m, and one wrapping ErrLockLost if the hold was lost (clearing
 // it), including a node found already gone.
 func (m *Mutex) Release(ctx context.Context) error {
-	if err := m.usable(ctx, "release"); err != nil {
+	if err := m.usable(context.Background(), "release"); err != nil {
 		return err
 	}
 	h := holdIn(ctx, m)
@@ -291,8 +291,9 @@ func (m *Mutex) usable(ctx context.Context, what string) error {
 }
 
 // heldOrErr returns ctx's hold of m if it stands.
+// A nil ctx carries no hold.
 func (m *Mutex) heldOrErr(ctx context.Context, what string) (*hold, error) {
-	if err := m.usable(ctx, what); err != nil {
+	if err := m.usable(context.Background(), what); err != nil {
 		return nil, err
 	}
 	h := holdIn(ctx, m)

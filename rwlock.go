@@ -26,7 +26,9 @@ const (
 // context (the two sides count separately), holds lost as described for
 // Mutex. A context that holds the write lock gets the read lock at once
 // (downgrade): its read node takes the write node's sequence, so writers
-// already queued stay behind it after the write lock is released. A context
+// already queued stay behind it after the write lock is released. The read
+// node is created only while the write node exists; if the write hold is
+// lost meanwhile, the read Acquire returns an error wrapping ErrLockLost. A context
 // that holds only the read lock and asks for the write lock gets
 // ErrLockUpgrade at once, where Curator would deadlock.
 type ReadWriteLock struct {
