@@ -269,7 +269,7 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 		return verdict{}, err
 	}
 	if errors.Is(err, zk.ErrNoNode) {
-		return verdict{again: true}, nil
+		return verdict{}, nil
 	}
 	return verdict{watch: ch}, err
 }
@@ -384,8 +384,7 @@ func (li *lockInternals) sortedChildren(ctx context.Context) ([]string, error) {
 // verdict is one decision of a waiter's decide step.
 type verdict struct {
 	granted bool            // the wait is over
-	again   bool            // decide again at once (the watched node is gone)
-	watch   <-chan zk.Event // otherwise, fires when it is worth deciding again
+	watch   <-chan zk.Event // fires when it is worth deciding again; nil: at once
 }
 
 // waiter is the engine's one waiting loop, shared by the lock queue and the
@@ -429,7 +428,7 @@ func (w *waiter) run(ctx context.Context, decide func(context.Context) (verdict,
 			}
 		case w.try:
 			return snapshot{}, ErrLocked
-		case !v.again && v.watch != nil:
+		case v.watch != nil:
 			if err := w.await(ctx, v.watch, stateCh); err != nil {
 				return snapshot{}, err
 			}
