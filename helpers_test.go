@@ -124,14 +124,15 @@ func acquireAsync(ctx context.Context, m *zklock.Mutex) <-chan acquired {
 }
 
 // await waits for an outcome, failing the test after d.
-func await(t *testing.T, ch <-chan acquired, d time.Duration) acquired {
+func await[T any](t *testing.T, ch <-chan T, d time.Duration) T {
 	t.Helper()
 	select {
 	case a := <-ch:
 		return a
 	case <-time.After(d):
 		t.Fatalf("no outcome within %v", d)
-		return acquired{}
+		var zero T
+		return zero
 	}
 }
 
@@ -343,13 +344,14 @@ func isOneOf(err error, targets ...error) bool {
 	return false
 }
 
-// leasedAsync runs s.Acquire(ctx) on a goroutine; the test reads the
-// outcome from the channel.
+// leased is the outcome of a Semaphore.Acquire run in the background.
 type leased struct {
 	lease *zklock.Lease
 	err   error
 }
 
+// leaseAsync runs s.Acquire(ctx) on a goroutine; the test reads the
+// outcome from the channel.
 func leaseAsync(ctx context.Context, s *zklock.Semaphore) <-chan leased {
 	ch := make(chan leased, 1)
 	go func() {
@@ -357,17 +359,6 @@ func leaseAsync(ctx context.Context, s *zklock.Semaphore) <-chan leased {
 		ch <- leased{l, err}
 	}()
 	return ch
-}
-
-func awaitLease(t *testing.T, ch <-chan leased, d time.Duration) leased {
-	t.Helper()
-	select {
-	case l := <-ch:
-		return l
-	case <-time.After(d):
-		t.Fatalf("no lease outcome within %v", d)
-		return leased{}
-	}
 }
 
 // waitChildren waits until the node p has n children.

@@ -213,7 +213,7 @@ func TestIntegration_SemaphoreContextCause(t *testing.T) {
 	}
 	semCleanup := func(t *testing.T, held *zklock.Lease, queued <-chan leased) {
 		require.NoError(t, held.Release())
-		q := awaitLease(t, queued, 15*time.Second)
+		q := await(t, queued, 15*time.Second)
 		require.NoError(t, q.err, "the queued waiter gets the lease")
 		require.NoError(t, q.lease.Release())
 	}
@@ -313,7 +313,7 @@ func TestIntegration_SemaphoreRidesOutBlip(t *testing.T) {
 	waitState(t, wc, 10*time.Second, zklock.StateReconnected)
 	require.NoError(t, held.Release())
 
-	w := awaitLease(t, got, 15*time.Second)
+	w := await(t, got, 15*time.Second)
 	require.NoError(t, w.err, "the waiter must get the lease after a blip within its session")
 	require.NoError(t, w.lease.Release())
 }
