@@ -31,6 +31,7 @@ type Client struct {
 	queue    *eventQueue     // session events from the zk callback (Connect only)
 	closing  chan struct{}   // closed by Close, or when a wrapped conn is closed
 	watches  watchSet
+	obs      *observer // nil without WithObserver
 
 	closeOnce   sync.Once
 	closingOnce sync.Once // closes closing

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -23,6 +24,8 @@ type hold struct {
 	// Written once by newHold, read-only after.
 	c      *Client                 // nil for a hold of other holds
 	name   string                  // names the hold in errors, such as "lock /a"
+	path   string                  // the lock's base path, for events
+	start  time.Time               // when the hold began
 	node   *lockNode               // nil for a hold of other holds
 	ctx    context.Context         // carries the hold; cancelled when it ends
 	cancel context.CancelCauseFunc // ends ctx
@@ -42,19 +45,29 @@ type hold struct {
 // *MultiLock) in the context that carries it.
 type holdKey struct{ owner any }
 
+// holdSpec says what a new hold is.
+type holdSpec struct {
+	key  any           // finds the hold in its context; nil for none
+	name string        // names the hold in errors, such as "lock /a"
+	path string        // the lock's base path, for events
+	node *lockNode     // nil for a hold of other holds
+	live *atomic.Int32 // the owner's count of live holds
+	free func() error  // nil: delete node
+}
+
 // newHold returns a live hold with one Release owed. Its context keeps the
 // values of parent but not its cancellation, and carries the hold under
-// key, if key is not nil. Without a free function, it deletes node.
-func newHold(c *Client, parent context.Context, key any, name string, node *lockNode, live *atomic.Int32, free func() error) *hold {
-	h := &hold{c: c, name: name, node: node, live: live, free: free, count: 1}
+// spec.key. c is nil for a hold of other holds.
+func newHold(c *Client, parent context.Context, spec holdSpec) *hold {
+	h := &hold{c: c, name: spec.name, path: spec.path, node: spec.node, live: spec.live, free: spec.free, count: 1, start: time.Now()}
 	h.ctx, h.cancel = context.WithCancelCause(context.WithoutCancel(parent))
-	if key != nil {
-		h.ctx = context.WithValue(h.ctx, key, h)
+	if spec.key != nil {
+		h.ctx = context.WithValue(h.ctx, spec.key, h)
 	}
 	if h.free == nil {
 		h.free = h.deleteNode
 	}
-	live.Add(1)
+	h.live.Add(1)
 	return h
 }
 
@@ -69,7 +82,7 @@ func holdIn(ctx context.Context, owner any) *hold {
 
 // watch starts the goroutine that ends the hold when it is lost. It
 // reports false, and loses the hold, once the Client has begun to close.
-func (h *hold) watch(snap snapshot, onRevoke func()) bool {
+func (h *hold) watch(snap snapshot, onRevoke func(string)) bool {
 	if h.c.goFunc(func() { h.monitor(snap, onRevoke) }) {
 		return true
 	}
@@ -82,7 +95,7 @@ func (h *hold) watch(snap snapshot, onRevoke func()) bool {
 // the connection is suspended. It never blocks on the network itself:
 // setting the node's watch, at first (for a node granted at once) or again
 // after a data change, runs beside it, so a loss is seen meanwhile.
-func (h *hold) monitor(snap snapshot, onRevoke func()) {
+func (h *hold) monitor(snap snapshot, onRevoke func(string)) {
 	c := h.c
 	var (
 		own     <-chan zk.Event
@@ -130,7 +143,7 @@ type watchResult struct {
 
 // watchNode sets the held node's watch on a goroutine of its own, which
 // ends with the hold at the latest.
-func (h *hold) watchNode(onRevoke func()) <-chan watchResult {
+func (h *hold) watchNode(onRevoke func(string)) <-chan watchResult {
 	out := make(chan watchResult, 1)
 	if !h.c.goFunc(func() {
 		ch, err := watchOwn(h.ctx, h.c, h.node, onRevoke)
@@ -232,6 +245,7 @@ func (h *hold) release(path string) error {
 	}
 	h.endLocked(ErrReleased)
 	h.mu.Unlock()
+	h.emit(Event{Kind: EventReleased})
 	return h.freed()
 }
 
@@ -249,7 +263,21 @@ func (h *hold) lose(err error) {
 	if h.c != nil {
 		h.c.log.Warn("zklock: hold lost", "hold", h.name, "err", err)
 	}
+	h.emit(Event{Kind: EventLost, Err: h.lost})
 	h.freed()
+}
+
+// emit reports ev, with the hold's path, node and duration, to the
+// Client's Observer.
+func (h *hold) emit(ev Event) {
+	if h.c == nil {
+		return
+	}
+	ev.Path, ev.Held = h.path, time.Since(h.start)
+	if h.node != nil {
+		ev.Node = h.c.relPath(h.node.path)
+	}
+	h.c.emit(ev)
 }
 
 // endLocked marks the hold ended and cancels its context with cause; h.mu

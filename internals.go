@@ -40,6 +40,8 @@ type lockNode struct {
 	name    string // last segment of path
 	session int64  // session that owns the node
 
+	position int // nodes ahead at its first decision; written by the waiter before a grant
+
 	// Set by the first watchOwn, which then closes known: before a wait,
 	// or for a node granted at once, by its hold's monitor.
 	czxid int64           // fencing token
@@ -48,7 +50,7 @@ type lockNode struct {
 }
 
 func newLockNode(p string, session int64) *lockNode {
-	return &lockNode{path: p, name: path.Base(p), session: session, known: make(chan struct{})}
+	return &lockNode{path: p, name: path.Base(p), session: session, known: make(chan struct{}), position: -1}
 }
 
 // isKnown reports whether the first watchOwn of n has succeeded.
@@ -63,10 +65,10 @@ func (n *lockNode) isKnown() bool {
 
 // acquireReq is what a recipe asks of the engine.
 type acquireReq struct {
-	data     []byte     // node data
-	try      bool       // decide once, never wait: ErrLocked instead
-	onRevoke func()     // runs when someone asks the holder to release; may be nil
-	at       *placement // take this node at once instead of queueing; may be nil
+	data     []byte            // node data
+	try      bool              // decide once, never wait: ErrLocked instead
+	onRevoke func(node string) // runs when someone asks the holder of node to release; may be nil
+	at       *placement        // take this node at once instead of queueing; may be nil
 }
 
 // placement is a node that a recipe's rules entitle a context to take at
@@ -185,7 +187,7 @@ func (li *lockInternals) acquireAt(ctx context.Context, req acquireReq) (*lockNo
 		}
 		return nil, snapshot{}, err
 	}
-	n.own = own
+	n.own, n.position = own, 0
 	return n, snap, nil
 }
 
@@ -252,6 +254,9 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 		}
 	}
 	children = sortUpTo(children, n.name, li.lockName, li.driver)
+	if n.position < 0 {
+		n.position = len(children) - 1
+	}
 	res, err := li.driver.GetsTheLock(children, n.name, li.maxLeases)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
@@ -277,7 +282,7 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 // watchOwnAlongside sets n's own watch, if it is not set yet, on another
 // goroutine, so that its request travels with the caller's next one. The
 // channel yields its outcome.
-func watchOwnAlongside(ctx context.Context, c *Client, n *lockNode, onRevoke func()) <-chan error {
+func watchOwnAlongside(ctx context.Context, c *Client, n *lockNode, onRevoke func(string)) <-chan error {
 	out := make(chan error, 1)
 	if n.isKnown() {
 		out <- nil
@@ -296,7 +301,7 @@ func watchOwnAlongside(ctx context.Context, c *Client, n *lockNode, onRevoke fun
 // watchOwn sets a data watch on n and returns it. The first time, it also
 // learns n's fencing token and owner, and closes n.known. It reports a
 // pending revocation request.
-func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func()) (<-chan zk.Event, error) {
+func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func(string)) (<-chan zk.Event, error) {
 	type got struct {
 		data []byte
 		stat *zk.Stat
@@ -326,7 +331,7 @@ func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func()) (<-c
 		close(n.known)
 	}
 	if onRevoke != nil && bytes.Equal(g.data, revokeMessage) {
-		onRevoke()
+		onRevoke(n.path)
 	}
 	return g.ch, nil
 }
@@ -348,7 +353,7 @@ func ownEventErr(ev zk.Event) error {
 
 // ownEvent handles an event of the watch on a waiting node: it ends the
 // wait, or watches the node again.
-func ownEvent(ctx context.Context, c *Client, n *lockNode, ev zk.Event, onRevoke func()) error {
+func ownEvent(ctx context.Context, c *Client, n *lockNode, ev zk.Event, onRevoke func(string)) error {
 	if err := ownEventErr(ev); err != nil {
 		return err
 	}
@@ -396,7 +401,7 @@ type waiter struct {
 	c        *Client
 	own      *lockNode // our node, whose events come first; may be nil
 	session  int64     // the session our nodes belong to
-	onRevoke func()
+	onRevoke func(string)
 	try      bool
 }
 

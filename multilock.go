@@ -104,7 +104,7 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 		}
 		return ml.releaseMembers(member)
 	}
-	h := newHold(nil, valuesFrom{ctx, carrier}, holdKey{ml}, "multi-lock", nil, &ml.live, free)
+	h := newHold(nil, valuesFrom{ctx, carrier}, holdSpec{key: holdKey{ml}, name: "multi-lock", live: &ml.live, free: free})
 	for _, mctx := range member {
 		// A member lost is the MultiLock lost: the other members are
 		// released at once, so they block no one.

@@ -6,6 +6,7 @@ import (
 	"path"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -126,26 +127,32 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 		}
 		req.at = at
 	}
+	start := time.Now()
+	m.c.emit(Event{Kind: EventAcquireStarted, Path: m.path})
 	node, snap, err := m.li.acquire(ctx, req)
 	if err != nil {
 		return nil, opErr(ctx, "acquire", m.path, err)
 	}
-	h := newHold(m.c, ctx, holdKey{m}, "lock "+m.path, node, &m.live, nil)
+	h := newHold(m.c, ctx, holdSpec{key: holdKey{m}, name: "lock " + m.path, path: m.path, node: node, live: &m.live})
 	if !h.watch(snap, req.onRevoke) {
 		return nil, opErr(ctx, "acquire", m.path, ErrClosed)
 	}
+	m.c.emit(Event{Kind: EventAcquired, Path: m.path, Node: m.c.relPath(node.path), Wait: time.Since(start), Position: node.position})
 	return h.ctx, nil
 }
 
 // onRevoke returns the revocation callback for a new hold, or nil.
-func (m *Mutex) onRevoke() func() {
+func (m *Mutex) onRevoke() func(node string) {
 	m.mu.Lock()
 	fn := m.revoke
 	m.mu.Unlock()
 	if fn == nil {
 		return nil
 	}
-	return func() { m.c.goFunc(func() { fn(m) }) }
+	return func(node string) {
+		m.c.emit(Event{Kind: EventRevocationRequested, Path: m.path, Node: m.c.relPath(node)})
+		m.c.goFunc(func() { fn(m) })
+	}
 }
 
 // Release gives up one hold carried by ctx. The last Release of a hold

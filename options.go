@@ -53,6 +53,7 @@ type options struct {
 	policy         ErrorPolicy           // default StandardPolicy
 	nodeData       []byte                // default the host's first non-loopback IP address
 	zkOpts         []func(*zk.Conn)      // default none
+	observer       func(Event)           // default none
 	wrapConn       func(zkConn) zkConn   // test seam around the connection; default none
 	err            error                 // first invalid option
 }

@@ -8,6 +8,7 @@ import (
 	pathpkg "path"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -142,6 +143,8 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 	if n < 1 || n > s.maxLeases {
 		return nil, fmt.Errorf("zklock: acquire %s: %d leases of %d: %w", s.path, n, s.maxLeases, ErrInvalidArgument)
 	}
+	start := time.Now()
+	s.c.emit(Event{Kind: EventAcquireStarted, Path: s.path})
 	r := newRetrier(s.c.opts.retry)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -151,6 +154,9 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 		if !errors.Is(err, errNodeGone) {
 			if err != nil {
 				return nil, opErr(ctx, "acquire", s.path, err)
+			}
+			for _, l := range leases {
+				s.c.emit(Event{Kind: EventAcquired, Path: s.path, Node: l.Path(), Wait: time.Since(start), Position: l.h.node.position})
 			}
 			return leases, nil
 		}
@@ -177,6 +183,9 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool) ([]*Lease,
 	nodes, err := s.createLeases(ctx, n)
 	if err != nil {
 		return nil, err
+	}
+	for _, nd := range nodes {
+		nd.position = lock.position // its place in the queue of acquirers
 	}
 	// Learn the leases' tokens alongside the first decision.
 	owns := make([]<-chan error, len(nodes))
@@ -242,7 +251,7 @@ func (s *Semaphore) decide(ctx context.Context, nodes []*lockNode) (verdict, err
 func (s *Semaphore) grant(ctx context.Context, nodes []*lockNode, snap snapshot) ([]*Lease, error) {
 	leases := make([]*Lease, 0, len(nodes))
 	for i, nd := range nodes {
-		h := newHold(s.c, ctx, nil, "lease "+s.c.relPath(nd.path), nd, &s.live, nil)
+		h := newHold(s.c, ctx, holdSpec{name: "lease " + s.c.relPath(nd.path), path: s.path, node: nd, live: &s.live})
 		if !h.watch(snap, nil) { // the Client is closing; h is lost
 			deleteNodes(s.c, nodes[i+1:])
 			return nil, errors.Join(ErrClosed, s.ReturnAll(leases))

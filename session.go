@@ -194,6 +194,7 @@ func (c *Client) transition(f func() bool) {
 
 // start launches the goroutine that owns session events.
 func (c *Client) start() {
+	c.startObserver()
 	c.goFunc(c.run)
 }
 

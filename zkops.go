@@ -370,6 +370,7 @@ func (c *Client) deleteNode(p string) error {
 		}
 	}
 	c.log.Warn("zklock: delete continues in the background", "path", p, "err", err)
+	c.emit(Event{Kind: EventDeleteRetried, Node: c.relPath(p), Err: err})
 	c.cleanup(func() {
 		c.untilDone(func() (bool, error) {
 			err := c.zc.Delete(p, -1)
