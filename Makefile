@@ -9,7 +9,7 @@ PKG     := github.com/zklock/zklock
 COVER   := coverage.out
 MINCOV  ?= 85
 
-.PHONY: test deps vet unit integration example cover fuzz bench clean
+.PHONY: test deps vet unit integration example demo cover fuzz bench clean
 
 test: deps vet unit integration example
 
@@ -36,6 +36,12 @@ integration:
 # The README's example: two sessions taking turns.
 example:
 	$(GO) run ./examples/mutex
+
+# The README's first command: the flash-sale oversell scenario, without a
+# lock and with zklock's Mutex and Semaphore. Starts its own ZooKeeper
+# unless ZK_SERVERS is set.
+demo: deps
+	$(GO) run ./examples/seckill
 
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzCompareUTF16 -fuzztime 30s .
