@@ -103,6 +103,29 @@ func mode(ctx context.Context, addr string, timeout time.Duration) (string, erro
 	return "", fmt.Errorf("zktest: srvr %s: not serving: %q", addr, strings.TrimSpace(reply))
 }
 
+// Srvr returns the fields of the reply of the server at addr to the srvr
+// four-letter word, keyed by the text before ": " ("Zookeeper version",
+// "Received", "Sent", "Connections", "Outstanding", "Mode", "Node count",
+// ...). The reply ends when the server closes the connection, as a
+// serving ZooKeeper does. The server must whitelist srvr.
+func Srvr(ctx context.Context, addr string) (map[string]string, error) {
+	reply, err := fourLetterWord(ctx, addr, "srvr", fourLetterTimeout, nil)
+	if err != nil {
+		return nil, fmt.Errorf("zktest: srvr %s: %w", addr, err)
+	}
+	fields := make(map[string]string)
+	sc := bufio.NewScanner(strings.NewReader(reply))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ": "); ok {
+			fields[k] = strings.TrimSpace(v)
+		}
+	}
+	if _, ok := fields["Mode"]; !ok {
+		return nil, fmt.Errorf("zktest: srvr %s: not serving: %q", addr, strings.TrimSpace(reply))
+	}
+	return fields, nil
+}
+
 // checkServing returns nil if the server at addr answers ruok with imok and
 // srvr with a serving mode, each within timeout.
 func checkServing(ctx context.Context, addr string, timeout time.Duration) error {
