@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock/internal/zktest"
+)
+
+// startServerTimeout bounds starting ZooKeeper.
+const startServerTimeout = 3 * time.Minute
+
+// tmpfsDir is where -tmpfs puts the server's data.
+const tmpfsDir = "/dev/shm"
+
+// env is what every run shares: the server, a controller session that
+// lists and cleans up (never through a counting proxy), and the run's
+// root node.
+type env struct {
+	cluster   zktest.Cluster
+	server    string // the server's client address
+	ctl       *zkSession
+	root      string // every node of this run lives under it
+	storage   string // e.g. "disk (ext4, /tmp)"
+	zkVersion string
+	logDir    string // the Java children's logs
+	runs      int    // runs so far, to name their paths
+}
+
+// startEnv starts ZooKeeper with its data where cfg asks and connects the
+// controller session.
+func startEnv(ctx context.Context, cfg config) (*env, error) {
+	dataDir, storage, err := pickDataDir(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, startServerTimeout)
+	defer cancel()
+	cluster, err := zktest.Start(sctx, zktest.Config{DataDir: dataDir})
+	if err != nil {
+		return nil, fmt.Errorf("start ZooKeeper: %w", err)
+	}
+	e := &env{cluster: cluster, server: cluster.Servers()[0], storage: storage}
+	if e.logDir, err = os.MkdirTemp("", "zklock-bench-logs-"); err != nil {
+		return nil, errors.Join(fmt.Errorf("log dir: %w", err), e.close())
+	}
+	if e.zkVersion, err = e.serverVersion(sctx); err != nil {
+		return nil, errors.Join(err, e.close())
+	}
+	ctl, err := openZK(sctx, cluster.Servers(), 30*time.Second)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("controller session: %w", err), e.close())
+	}
+	e.ctl = ctl.(*zkSession)
+	e.root = "/zklock-bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := createParents(e.ctl.c, e.root); err != nil {
+		return nil, errors.Join(err, e.close())
+	}
+	return e, nil
+}
+
+// pickDataDir chooses the directory the server keeps its data in, and
+// describes its storage.
+func pickDataDir(cfg config) (dir, storage string, err error) {
+	switch {
+	case cfg.DataDir != "":
+		dir = cfg.DataDir
+	case cfg.Tmpfs:
+		dir = tmpfsDir
+		if fs := fsType(dir); fs != "tmpfs" {
+			return "", "", fmt.Errorf("-tmpfs: %s is %s, not tmpfs", dir, fs)
+		}
+	default:
+		for _, d := range []string{os.TempDir(), "/var/tmp"} {
+			if fs := fsType(d); fs != "tmpfs" && fs != "missing" {
+				dir = d
+				break
+			}
+		}
+		if dir == "" {
+			return "", "", errors.New("no directory on disk found for the data (the temp dirs are tmpfs): use -datadir")
+		}
+	}
+	fs := fsType(dir)
+	if fs == "tmpfs" {
+		return dir, fmt.Sprintf("tmpfs (%s)", dir), nil
+	}
+	return dir, fmt.Sprintf("disk (%s, %s)", fs, dir), nil
+}
+
+// serverVersion reads the server's version through srvr ("3.8.0").
+func (e *env) serverVersion(ctx context.Context) (string, error) {
+	f, err := zktest.Srvr(ctx, e.server)
+	if err != nil {
+		return "", err
+	}
+	// "3.8.0-${mvngit.commit.id}, built on ...": keep the release.
+	v, _, _ := strings.Cut(f["Zookeeper version"], ",")
+	v, _, _ = strings.Cut(v, "-")
+	return v, nil
+}
+
+// srvr reads the server's Received and Sent packet counters.
+func (e *env) srvr(ctx context.Context) (received, sent int64, err error) {
+	f, err := zktest.Srvr(ctx, e.server)
+	if err != nil {
+		return 0, 0, err
+	}
+	received, err1 := strconv.ParseInt(f["Received"], 10, 64)
+	sent, err2 := strconv.ParseInt(f["Sent"], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, 0, fmt.Errorf("srvr counters: %w", err)
+	}
+	return received, sent, nil
+}
+
+// paths returns a fresh lock path for a run of workload by lib, and a
+// sibling path for its warm-up; both live under one node of their own,
+// which cleanup deletes.
+func (e *env) paths(workload, lib string) (lockPath, warmPath string) {
+	e.runs++
+	dir := path.Join(e.root, fmt.Sprintf("%02d-%s-%s", e.runs, workload, lib))
+	return path.Join(dir, "lock"), path.Join(dir, "warmup")
+}
+
+// cleanup deletes the node holding lockPath and everything under it,
+// including nodes a killed child's sessions left.
+func (e *env) cleanup(lockPath string) error {
+	if err := zktest.DeleteTree(e.ctl.c, path.Dir(lockPath)); err != nil {
+		return fmt.Errorf("clean up %s: %w", path.Dir(lockPath), err)
+	}
+	return nil
+}
+
+// waitChildren polls the children of p until there are at least want, or
+// ctx ends.
+func (e *env) waitChildren(ctx context.Context, p string, want int) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		children, _, err := e.ctl.c.Children(p)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("list %s: %w", p, err)
+		}
+		if len(children) >= want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d nodes under %s: %w", len(children), want, p, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// close deletes the run's root (checking that nothing is left), closes
+// the controller session and the server, and removes the logs.
+func (e *env) close() error {
+	var errs []error
+	if e.ctl != nil {
+		if err := zktest.DeleteTree(e.ctl.c, e.root); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s: %w", e.root, err))
+		} else if ok, _, err := e.ctl.c.Exists(e.root); err != nil || ok {
+			errs = append(errs, fmt.Errorf("%s still exists (%v) after clean-up", e.root, err))
+		}
+		errs = append(errs, e.ctl.close())
+	}
+	if e.cluster != nil {
+		errs = append(errs, e.cluster.Close())
+	}
+	if e.logDir != "" {
+		errs = append(errs, os.RemoveAll(e.logDir))
+	}
+	return errors.Join(errs...)
+}

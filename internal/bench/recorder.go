@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+)
+
+// quietPeriod is how long a counting pass waits without a request before
+// it takes a snapshot, so that requests in flight land on the right side.
+const quietPeriod = 300 * time.Millisecond
+
+// snapshot is what a recorder saw at one phase.
+type snapshot struct {
+	At       time.Time
+	Received int64 // srvr counters
+	Sent     int64
+	SrvrErr  error
+	Counts   []opCounts // counting pass: one per proxy
+	Mem      memSnap
+}
+
+// memSnap is the process's goroutines and memory in use, after a GC.
+type memSnap struct {
+	Goroutines int
+	HeapInuse  uint64
+	StackInuse uint64
+}
+
+// takeMem runs a GC and reads the goroutine count and memory in use.
+func takeMem() memSnap {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return memSnap{Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse, StackInuse: ms.StackInuse}
+}
+
+// recorder answers one run's phases: at phaseQueued it waits until the
+// lock path lists the gate's node and every waiter's; at every phase it
+// takes the snapshots it was asked for.
+type recorder struct {
+	env     *env
+	path    string // the lock path
+	want    int    // handoff: nodes to wait for at phaseQueued
+	srvr    bool   // read the server's counters
+	mem     bool   // read this process's goroutines and memory
+	proxies []*countingProxy
+	snaps   map[string]snapshot
+}
+
+// newRecorder returns a recorder for sp.
+func newRecorder(e *env, sp spec) *recorder {
+	rec := &recorder{env: e, path: sp.Path, snaps: make(map[string]snapshot)}
+	if sp.Workload == wHandoff {
+		rec.want = sp.N + 1
+	}
+	return rec
+}
+
+// phase is the recorder's phaser.
+func (r *recorder) phase(ctx context.Context, name string) error {
+	if name == phaseQueued {
+		if err := r.env.waitChildren(ctx, r.path, r.want); err != nil {
+			return err
+		}
+	}
+	if len(r.proxies) > 0 {
+		if err := waitQuiet(ctx, r.proxies); err != nil {
+			return err
+		}
+	}
+	s := snapshot{At: time.Now()}
+	if r.mem {
+		s.Mem = takeMem()
+	}
+	if r.srvr {
+		s.Received, s.Sent, s.SrvrErr = r.env.srvr(ctx)
+	}
+	for _, p := range r.proxies {
+		c, _ := p.Snapshot()
+		s.Counts = append(s.Counts, c)
+	}
+	r.snaps[name] = s
+	return nil
+}
+
+// waitQuiet waits until the proxies have counted no request for
+// quietPeriod.
+func waitQuiet(ctx context.Context, proxies []*countingProxy) error {
+	total := func() int64 {
+		var n int64
+		for _, p := range proxies {
+			c, connects := p.Snapshot()
+			n += c.total() + connects
+		}
+		return n
+	}
+	last := total()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the clients to go quiet: %w", ctx.Err())
+		case <-time.After(quietPeriod):
+		}
+		now := total()
+		if now == last {
+			return nil
+		}
+		last = now
+	}
+}
+
+// timedFrom is the phase the measured time starts at for workload w.
+func timedFrom(w string) string {
+	if w == wHandoff {
+		return phaseQueued
+	}
+	return phaseReady
+}
+
+// span returns the snapshots at the start and end of the measured part.
+func (r *recorder) span(workload string) (from, to snapshot, ok bool) {
+	from, ok1 := r.snaps[timedFrom(workload)]
+	to, ok2 := r.snaps[phaseMeasured]
+	return from, to, ok1 && ok2
+}
