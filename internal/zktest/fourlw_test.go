@@ -154,6 +154,9 @@ func TestSrvr(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, fields[k], want)
 		}
 	}
+	if reply, err := FourLetterWord(context.Background(), addr, "srvr"); err != nil || !strings.HasPrefix(reply, "Zookeeper version: ") {
+		t.Errorf("FourLetterWord srvr = %q, %v", reply, err)
+	}
 	notServing := fakeFourLetter(t, map[string]string{
 		"srvr": "This ZooKeeper instance is not currently serving requests\n",
 	}, false)
