@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +26,8 @@ const tmpfsDir = "/dev/shm"
 // lists and cleans up (never through a counting proxy), and the run's
 // root node.
 type env struct {
-	cluster   zktest.Cluster
+	cluster   zktest.Cluster // closed by close if owned
+	owned     bool
 	server    string // the server's client address
 	ctl       *zkSession
 	root      string // every node of this run lives under it
@@ -32,7 +35,12 @@ type env struct {
 	zkVersion string
 	logDir    string // the Java children's logs
 	runs      int    // runs so far, to name their paths
+	baseline  int    // sessions the server tracks between runs (owned server)
 }
+
+// sessionsWait bounds the wait for a run's sessions to end at the server:
+// a killed Java child's sessions end only when they expire.
+const sessionsWait = 45 * time.Second
 
 // startEnv starts ZooKeeper with its data where cfg asks and connects the
 // controller session.
@@ -47,23 +55,68 @@ func startEnv(ctx context.Context, cfg config) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start ZooKeeper: %w", err)
 	}
-	e := &env{cluster: cluster, server: cluster.Servers()[0], storage: storage}
+	return attachEnv(sctx, cluster, true, storage)
+}
+
+// attachEnv sets up an env on a running cluster, which close closes if
+// owned (even when attachEnv fails).
+func attachEnv(ctx context.Context, cluster zktest.Cluster, owned bool, storage string) (*env, error) {
+	e := &env{cluster: cluster, owned: owned, server: cluster.Servers()[0], storage: storage}
+	var err error
 	if e.logDir, err = os.MkdirTemp("", "zklock-bench-logs-"); err != nil {
 		return nil, errors.Join(fmt.Errorf("log dir: %w", err), e.close())
 	}
-	if e.zkVersion, err = e.serverVersion(sctx); err != nil {
+	if e.zkVersion, err = e.serverVersion(ctx); err != nil {
 		return nil, errors.Join(err, e.close())
 	}
-	ctl, err := openZK(sctx, cluster.Servers(), 30*time.Second)
+	ctl, err := openZK(ctx, cluster.Servers(), 30*time.Second)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("controller session: %w", err), e.close())
 	}
 	e.ctl = ctl.(*zkSession)
-	e.root = "/zklock-bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	e.root = fmt.Sprintf("/zklock-bench-%s-%04x", strconv.FormatInt(time.Now().UnixNano(), 36), rand.IntN(1<<16))
 	if err := createParents(e.ctl.c, e.root); err != nil {
 		return nil, errors.Join(err, e.close())
 	}
+	if e.baseline, err = e.sessions(ctx); err != nil {
+		return nil, errors.Join(err, e.close())
+	}
 	return e, nil
+}
+
+// sessions returns how many sessions the server tracks, from the dump
+// four-letter word ("Session Sets (<sets>)/(<sessions>):").
+func (e *env) sessions(ctx context.Context) (int, error) {
+	reply, err := zktest.FourLetterWord(ctx, e.server, "dump")
+	if err != nil {
+		return 0, err
+	}
+	m := regexp.MustCompile(`Session Sets \((\d+)\)/\((\d+)\)`).FindStringSubmatch(reply)
+	if m == nil {
+		return 0, fmt.Errorf("dump: no session count in %q", firstLine(reply))
+	}
+	return strconv.Atoi(m[2])
+}
+
+// waitSessions waits until the server tracks no more sessions than
+// between runs, and reports the sessions a run left open.
+func (e *env) waitSessions(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, sessionsWait)
+	defer cancel()
+	for {
+		n, err := e.sessions(ctx)
+		if err == nil && n <= e.baseline {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return fmt.Errorf("counting sessions: %w", err)
+			}
+			return fmt.Errorf("%d sessions still open %v after the run", n-e.baseline, sessionsWait)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // pickDataDir chooses the directory the server keeps its data in, and
@@ -131,10 +184,14 @@ func (e *env) paths(workload, lib string) (lockPath, warmPath string) {
 }
 
 // cleanup deletes the node holding lockPath and everything under it,
-// including nodes a killed child's sessions left.
+// including nodes a killed child's sessions left, and on a server of its
+// own checks that the run's sessions have ended.
 func (e *env) cleanup(lockPath string) error {
 	if err := zktest.DeleteTree(e.ctl.c, path.Dir(lockPath)); err != nil {
 		return fmt.Errorf("clean up %s: %w", path.Dir(lockPath), err)
+	}
+	if e.owned {
+		return e.waitSessions(context.Background())
 	}
 	return nil
 }
@@ -172,7 +229,7 @@ func (e *env) close() error {
 		}
 		errs = append(errs, e.ctl.close())
 	}
-	if e.cluster != nil {
+	if e.cluster != nil && e.owned {
 		errs = append(errs, e.cluster.Close())
 	}
 	if e.logDir != "" {

@@ -28,11 +28,15 @@ type progress struct {
 	stopped chan struct{}
 }
 
-// newProgress writes to f.
+// newProgress writes to f, rewriting its line in place if f is a terminal.
 func newProgress(f *os.File) *progress {
 	fi, err := f.Stat()
-	tty := err == nil && fi.Mode()&os.ModeCharDevice != 0
-	return &progress{w: f, tty: tty, start: time.Now()}
+	return newProgressTo(f, err == nil && fi.Mode()&os.ModeCharDevice != 0)
+}
+
+// newProgressTo writes to w, as to a terminal if tty.
+func newProgressTo(w io.Writer, tty bool) *progress {
+	return &progress{w: w, tty: tty, start: time.Now()}
 }
 
 // begin shows that step label is running, until end.

@@ -58,15 +58,11 @@ import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.ZooKeeper;
 
 public final class BenchCurator {
     /** How many sessions connect at once. */
     static final int PARALLEL_CONNECTS = 64;
-    /**
-     * How many sessions close at once: closing one takes Curator about a
-     * second, mostly waiting, so thousands must close side by side.
-     */
-    static final int PARALLEL_CLOSES = 256;
     /** Bounds closing every session at the end. */
     static final long CLOSE_LIMIT_MS = 60_000;
 
@@ -240,6 +236,7 @@ public final class BenchCurator {
 
     /** Connects n sessions, a few at a time. */
     static List<CuratorFramework> connectAll(int n, String connect) throws Exception {
+        long start = System.nanoTime();
         ExecutorService pool = Executors.newFixedThreadPool(PARALLEL_CONNECTS, daemon("connect"));
         try {
             List<Future<CuratorFramework>> fs = new ArrayList<>();
@@ -250,29 +247,65 @@ public final class BenchCurator {
             for (Future<CuratorFramework> f : fs) {
                 cs.add(f.get(remainingMs("connect"), TimeUnit.MILLISECONDS));
             }
+            System.err.println("BenchCurator: connected " + n + " sessions in "
+                    + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start) + "ms");
             return cs;
         } finally {
             pool.shutdownNow();
         }
     }
 
-    /** Closes every session (ending them at the server), a few at a time, bounded. */
+    /**
+     * Closes every session, each on a thread of its own, and returns once
+     * the server has ended them all (bounded by CLOSE_LIMIT_MS), without
+     * waiting for the clients' threads to wind down. ZooKeeper's Java
+     * client (3.8) ends each connection's SendThread in a block
+     * synchronized on a shared enum constant that sleeps 100ms
+     * (ClientCnxnSocketNIO.cleanup), so closes finish one after the other:
+     * minutes for thousands of sessions. The session is over at the server
+     * as soon as the closeSession reply comes, when the handle's state turns
+     * CLOSED; the process exit then ends the threads.
+     */
     static void closeAll() {
-        ExecutorService pool = Executors.newFixedThreadPool(PARALLEL_CLOSES, daemon("close"));
+        long start = System.nanoTime();
+        List<CuratorFramework> cs;
         synchronized (sessions) {
-            for (CuratorFramework c : sessions) {
-                pool.submit(c::close);
-            }
+            cs = new ArrayList<>(sessions);
             sessions.clear();
         }
-        pool.shutdown();
-        try {
-            if (!pool.awaitTermination(CLOSE_LIMIT_MS, TimeUnit.MILLISECONDS)) {
-                System.err.println("BenchCurator: sessions still closing after " + CLOSE_LIMIT_MS + "ms");
+        List<ZooKeeper> handles = new ArrayList<>();
+        for (CuratorFramework c : cs) {
+            try {
+                handles.add(c.getZookeeperClient().getZooKeeper());
+            } catch (Exception e) {
+                // never connected: nothing to end at the server
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
         }
+        java.util.concurrent.ThreadFactory f = daemon("close");
+        for (CuratorFramework c : cs) {
+            f.newThread(c::close).start();
+        }
+        long deadline = start + TimeUnit.MILLISECONDS.toNanos(CLOSE_LIMIT_MS);
+        while (!allClosed(handles) && System.nanoTime() - deadline < 0) {
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+        System.err.println("BenchCurator: " + (allClosed(handles) ? "closed " : "NOT closed ") + cs.size()
+                + " sessions in " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start) + "ms");
+    }
+
+    /** Reports whether every handle's session is over. */
+    static boolean allClosed(List<ZooKeeper> handles) {
+        for (ZooKeeper zk : handles) {
+            if (zk.getState().isAlive()) {
+                return false;
+            }
+        }
+        return true;
     }
 
     static java.util.concurrent.ThreadFactory daemon(String name) {
