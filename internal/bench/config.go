@@ -87,6 +87,7 @@ type config struct {
 	Libs      []string
 	Limit     time.Duration // per workload and library
 	JSONPath  string
+	Nudge     time.Duration // how often the controller reads (see nudge.go); 0: never
 	Sizes     sizes
 }
 
@@ -110,6 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&libs, "libs", strings.Join(allLibs(), ","), "comma-separated libraries: zklock, curator, zk (go-zookeeper)")
 	fs.DurationVar(&c.Limit, "limit", 180*time.Second, "time limit of each workload of each library; past it: DNF")
 	fs.StringVar(&c.JSONPath, "json", "bench-results.json", "file to write the results to as JSON (\"\" for none)")
+	fs.DurationVar(&c.Nudge, "nudge", defaultNudge, "how often to send the server a read during runs, against ZOOKEEPER-4537's stalls (0: never)")
 	fs.StringVar(&handoff, "handoff", "", "comma-separated handoff sizes W (default: by mode)")
 	fs.DurationVar(&dur, "duration", 0, "duration S of the timed workloads (default: by mode)")
 	fs.Usage = func() {
@@ -137,6 +139,9 @@ func (c config) finish(workloads, libs, handoff string, dur time.Duration) (conf
 	}
 	if c.Limit <= 0 {
 		return c, errors.New("-limit must be positive")
+	}
+	if c.Nudge < 0 {
+		return c, errors.New("-nudge must not be negative")
 	}
 	c.Sizes = referenceSizes()
 	if c.Quick {

@@ -36,6 +36,7 @@ type env struct {
 	logDir    string // the Java children's logs
 	runs      int    // runs so far, to name their paths
 	baseline  int    // sessions the server tracks between runs (owned server)
+	nudge     *nudger
 }
 
 // sessionsWait bounds the wait for a run's sessions to end at the server:
@@ -55,7 +56,14 @@ func startEnv(ctx context.Context, cfg config) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start ZooKeeper: %w", err)
 	}
-	return attachEnv(sctx, cluster, true, storage)
+	e, err := attachEnv(sctx, cluster, true, storage)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Nudge > 0 {
+		e.nudge = startNudger(e.ctl.c, cfg.Nudge)
+	}
+	return e, nil
 }
 
 // attachEnv sets up an env on a running cluster, which close closes if
@@ -221,6 +229,7 @@ func (e *env) waitChildren(ctx context.Context, p string, want int) error {
 // the controller session and the server, and removes the logs.
 func (e *env) close() error {
 	var errs []error
+	e.nudge.close()
 	if e.ctl != nil {
 		if err := zktest.DeleteTree(e.ctl.c, e.root); err != nil {
 			errs = append(errs, fmt.Errorf("delete %s: %w", e.root, err))

@@ -19,6 +19,7 @@ import (
 	"syscall"
 )
 
+// main runs the tool and exits with its status.
 func main() {
 	os.Exit(mainCode())
 }

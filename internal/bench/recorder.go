@@ -16,6 +16,7 @@ type snapshot struct {
 	At       time.Time
 	Received int64 // srvr counters
 	Sent     int64
+	Nudges   int64 // requests the nudger had sent
 	SrvrErr  error
 	Counts   []opCounts // counting pass: one per proxy
 	Mem      memSnap
@@ -75,6 +76,7 @@ func (r *recorder) phase(ctx context.Context, name string) error {
 		s.Mem = takeMem()
 	}
 	if r.srvr {
+		s.Nudges = r.env.nudge.sent()
 		s.Received, s.Sent, s.SrvrErr = r.env.srvr(ctx)
 	}
 	for _, p := range r.proxies {

@@ -78,6 +78,11 @@ func (rep *report) printHeader(w io.Writer) {
 	}
 	t.add("Java:", java)
 	t.add("time limit:", fmt.Sprintf("%.0fs per workload and library", rep.LimitS))
+	nudge := "off"
+	if rep.NudgeMs > 0 {
+		nudge = fmt.Sprintf("a read every %gms from the controller session, against ZOOKEEPER-4537's stalls", rep.NudgeMs)
+	}
+	t.add("nudge:", nudge)
 	t.write(w)
 	fmt.Fprintln(w)
 }

@@ -105,7 +105,9 @@ func makeSrvr(sp spec, rec *recorder, ops int64) *srvrDelta {
 	if !ok || from.SrvrErr != nil || to.SrvrErr != nil || ops <= 0 {
 		return nil
 	}
-	d := &srvrDelta{Received: to.Received - from.Received, Sent: to.Sent - from.Sent}
+	// Each nudge is one request in and one reply out.
+	nudges := to.Nudges - from.Nudges
+	d := &srvrDelta{Received: to.Received - from.Received - nudges, Sent: to.Sent - from.Sent - nudges}
 	d.ReceivedPerOp = float64(d.Received) / float64(ops)
 	d.SentPerOp = float64(d.Sent) / float64(ops)
 	return d

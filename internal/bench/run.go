@@ -23,6 +23,7 @@ type report struct {
 	Java       string    `json:"java"`
 	Curator    string    `json:"curator"` // the harness's versions line, "" if Curator did not run
 	LimitS     float64   `json:"limit_s"`
+	NudgeMs    float64   `json:"nudge_ms"` // see nudge.go; 0: off
 	Notes      []string  `json:"notes"`
 	Results    []result  `json:"results"`
 	RoundTrips []rtRow   `json:"round_trips"`
@@ -80,7 +81,7 @@ func newReport(ctx context.Context, cfg config, e *env) *report {
 	return &report{
 		Started: time.Now(), Mode: mode, Storage: e.storage, ZooKeeper: e.zkVersion,
 		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Java: javaVersion(ctx),
-		LimitS: cfg.Limit.Seconds(),
+		LimitS: cfg.Limit.Seconds(), NudgeMs: float64(cfg.Nudge.Microseconds()) / 1000,
 	}
 }
 

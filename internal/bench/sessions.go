@@ -71,6 +71,7 @@ func openZklock(_ context.Context, servers []string, sessionTimeout time.Duratio
 	return zklockSession{c}, nil
 }
 
+// mutex implements goSession with a zklock.Mutex.
 func (s zklockSession) mutex(path string) (locker, error) {
 	m, err := zklock.NewMutex(s.c, path)
 	if err != nil {
@@ -79,6 +80,7 @@ func (s zklockSession) mutex(path string) (locker, error) {
 	return &zklockHolder{m: m}, nil
 }
 
+// semaphore implements goSession with a zklock.Semaphore.
 func (s zklockSession) semaphore(path string, leases int) (locker, error) {
 	sem, err := zklock.NewSemaphore(s.c, path, leases)
 	if err != nil {
@@ -87,6 +89,7 @@ func (s zklockSession) semaphore(path string, leases int) (locker, error) {
 	return &zklockLeaser{s: sem}, nil
 }
 
+// readLock implements goSession with a zklock.ReadWriteLock's read side.
 func (s zklockSession) readLock(path string) (locker, error) {
 	rw, err := zklock.NewReadWriteLock(s.c, path)
 	if err != nil {
@@ -95,8 +98,10 @@ func (s zklockSession) readLock(path string) (locker, error) {
 	return &zklockHolder{m: rw.ReadLock()}, nil
 }
 
+// conn implements goSession.
 func (s zklockSession) conn() *zk.Conn { return s.c.Conn() }
 
+// close implements goSession: it closes the Client.
 func (s zklockSession) close() error { return s.c.Close() }
 
 // zklockHolder holds a zklock.Mutex (or a read side) through the context
@@ -106,6 +111,7 @@ type zklockHolder struct {
 	hold context.Context
 }
 
+// acquire implements locker: the hold is the context Acquire returns.
 func (h *zklockHolder) acquire(ctx context.Context) error {
 	hold, err := h.m.Acquire(ctx)
 	if err != nil {
@@ -115,6 +121,7 @@ func (h *zklockHolder) acquire(ctx context.Context) error {
 	return nil
 }
 
+// release implements locker.
 func (h *zklockHolder) release() error { return h.m.Release(h.hold) }
 
 // zklockLeaser takes one lease of a zklock.Semaphore at a time.
@@ -123,6 +130,7 @@ type zklockLeaser struct {
 	lease *zklock.Lease
 }
 
+// acquire implements locker: one lease.
 func (l *zklockLeaser) acquire(ctx context.Context) error {
 	lease, err := l.s.Acquire(ctx)
 	if err != nil {
@@ -132,6 +140,7 @@ func (l *zklockLeaser) acquire(ctx context.Context) error {
 	return nil
 }
 
+// release implements locker: the lease goes back.
 func (l *zklockLeaser) release() error { return l.lease.Release() }
 
 // ---- go-zookeeper ------------------------------------------------------------
@@ -173,18 +182,22 @@ func openZK(ctx context.Context, servers []string, sessionTimeout time.Duration)
 	}
 }
 
+// mutex implements goSession with a zk.Lock.
 func (s *zkSession) mutex(path string) (locker, error) {
 	return &zkLocker{l: zk.NewLock(s.c, path, zk.WorldACL(zk.PermAll))}, nil
 }
 
+// semaphore implements goSession: go-zookeeper has none.
 func (s *zkSession) semaphore(string, int) (locker, error) {
 	return nil, fmt.Errorf("zk semaphore: %w", errUnsupported)
 }
 
+// readLock implements goSession: go-zookeeper has none.
 func (s *zkSession) readLock(string) (locker, error) {
 	return nil, fmt.Errorf("zk read lock: %w", errUnsupported)
 }
 
+// conn implements goSession.
 func (s *zkSession) conn() *zk.Conn { return s.c }
 
 // close closes the connection and waits (bounded) until go-zookeeper
@@ -209,6 +222,7 @@ func (s *zkSession) close() error {
 // when held or when its connection closes.
 type zkLocker struct{ l *zk.Lock }
 
+// acquire implements locker; it checks ctx only before it starts.
 func (z *zkLocker) acquire(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -216,6 +230,7 @@ func (z *zkLocker) acquire(ctx context.Context) error {
 	return z.l.Lock()
 }
 
+// release implements locker.
 func (z *zkLocker) release() error { return z.l.Unlock() }
 
 // rawLocker is the floor: a raw ephemeral-sequential create, then its delete.
@@ -225,6 +240,7 @@ type rawLocker struct {
 	node string
 }
 
+// acquire implements locker: one create.
 func (r *rawLocker) acquire(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -237,6 +253,7 @@ func (r *rawLocker) acquire(ctx context.Context) error {
 	return nil
 }
 
+// release implements locker: one delete.
 func (r *rawLocker) release() error { return r.c.Delete(r.node, -1) }
 
 // ---- sets of sessions ----------------------------------------------------------

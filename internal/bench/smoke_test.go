@@ -37,6 +37,7 @@ func smokeEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.nudge = startNudger(e.ctl.c, defaultNudge)
 	t.Cleanup(func() {
 		if err := e.close(); err != nil {
 			t.Errorf("env close: %v", err)
