@@ -11,6 +11,15 @@ import (
 // exists before it measures.
 const memSettle = time.Second
 
+// memSpec is one memory measurement.
+type memSpec struct {
+	Waiters  int           // W
+	Sessions int           // the pool the waiters share
+	Never    bool          // wait with a context that never ends
+	Settle   time.Duration // wait after the queue is complete
+	Limit    time.Duration
+}
+
 // memRow is one line of the memory table: what one queued waiter costs
 // this process.
 type memRow struct {
@@ -37,7 +46,8 @@ func memoryPass(ctx context.Context, e *env, cfg config, results []result, prog 
 			if ctx.Err() != nil {
 				return rows
 			}
-			rows = append(rows, poolMemory(ctx, e, g, s.MemWaiters, s.MemSessions, never, cfg.Limit, prog))
+			ms := memSpec{Waiters: s.MemWaiters, Sessions: s.MemSessions, Never: never, Settle: memSettle, Limit: cfg.Limit}
+			rows = append(rows, poolMemory(ctx, e, g, ms, prog))
 		}
 		if r := largestHandoff(results, g.lib); r != nil {
 			rows = append(rows, memRow{Library: g.lib, memDelta: *r.Memory,
@@ -72,12 +82,12 @@ func largestHandoff(results []result, lib string) *result {
 }
 
 // poolMemory runs one memory measurement and describes it.
-func poolMemory(ctx context.Context, e *env, g *goLib, w, sessions int, never bool, limit time.Duration, prog *progress) memRow {
-	setup := fmt.Sprintf("%d sessions x %d waiters", sessions, w/sessions)
+func poolMemory(ctx context.Context, e *env, g *goLib, ms memSpec, prog *progress) memRow {
+	setup := fmt.Sprintf("%d sessions x %d waiters", ms.Sessions, ms.Waiters/ms.Sessions)
 	switch {
 	case g.lib == libZK:
 		setup += " (zk.Lock takes no context)"
-	case never:
+	case ms.Never:
 		setup += ", context that never ends"
 	default:
 		setup += ", context that can end"
@@ -85,9 +95,9 @@ func poolMemory(ctx context.Context, e *env, g *goLib, w, sessions int, never bo
 	row := memRow{Library: g.lib, Setup: setup}
 	prog.begin(fmt.Sprintf("memory, %s: %s", setup, displayName(g.lib)))
 	lockPath, _ := e.paths(wMemory, g.lib)
-	rctx, cancel := context.WithTimeout(ctx, limit)
+	rctx, cancel := context.WithTimeout(ctx, ms.Limit)
 	set := &sessionSet{}
-	d, err := g.queueMemory(rctx, e, lockPath, w, sessions, never, set)
+	d, err := g.queueMemory(rctx, e, lockPath, ms, set)
 	cancel()
 	err = errors.Join(err, set.closeAll(), e.cleanup(lockPath))
 	if err != nil {
@@ -102,8 +112,9 @@ func poolMemory(ctx context.Context, e *env, g *goLib, w, sessions int, never bo
 
 // queueMemory queues w waiters, spread over a pool of sessions, behind a
 // gate session's hold, and measures the process before and after. The
-// waits end by cancellation, or (never) when closeAll closes the sessions.
-func (g *goLib) queueMemory(ctx context.Context, e *env, lockPath string, w, sessions int, never bool, set *sessionSet) (*memDelta, error) {
+// waits end by cancellation, or (ms.Never) when closeAll closes the sessions.
+func (g *goLib) queueMemory(ctx context.Context, e *env, lockPath string, ms memSpec, set *sessionSet) (*memDelta, error) {
+	w, sessions := ms.Waiters, ms.Sessions
 	ss, err := connectN(ctx, g.open, []string{e.server}, sessions+1, g.sessionTimeout, set)
 	if err != nil {
 		return nil, err
@@ -117,7 +128,7 @@ func (g *goLib) queueMemory(ctx context.Context, e *env, lockPath string, w, ses
 	}
 	waitCtx, stopWaits := context.WithCancel(ctx)
 	defer stopWaits()
-	if never {
+	if ms.Never {
 		waitCtx = context.Background()
 	}
 	before := takeMem()
@@ -140,7 +151,7 @@ func (g *goLib) queueMemory(ctx context.Context, e *env, lockPath string, w, ses
 	// Let the last waiters finish reading the queue and settle into their
 	// waits.
 	select {
-	case <-time.After(memSettle):
+	case <-time.After(ms.Settle):
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

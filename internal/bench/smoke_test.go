@@ -208,12 +208,13 @@ func TestSmokeRoundTrips(t *testing.T) {
 func TestSmokeMemory(t *testing.T) {
 	e := smokeEnv(t)
 	for _, g := range []*goLib{newZklockLib(smokeSession), newZKLib(smokeSession)} {
-		row := poolMemory(context.Background(), e, g, 20, 4, false, smokeLimit, quiet())
+		row := poolMemory(context.Background(), e, g, memSpec{Waiters: 20, Sessions: 4, Settle: 100 * time.Millisecond, Limit: smokeLimit}, quiet())
 		if row.Error != "" || row.GoroutinesPerWaiter < 0.5 || row.Waiters != 20 {
 			t.Errorf("%s: %+v", g.lib, row)
 		}
 	}
-	row := poolMemory(context.Background(), e, newZklockLib(smokeSession), 20, 4, true, smokeLimit, quiet())
+	row := poolMemory(context.Background(), e, newZklockLib(smokeSession),
+		memSpec{Waiters: 20, Sessions: 4, Never: true, Settle: 100 * time.Millisecond, Limit: smokeLimit}, quiet())
 	if row.Error != "" {
 		t.Errorf("zklock, a context that never ends: %+v", row)
 	}
