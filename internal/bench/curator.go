@@ -124,7 +124,7 @@ func (c *curatorLib) converse(ctx context.Context, ch *child, ph phaser, killAt 
 		select {
 		case line, ok := <-ch.lines:
 			if !ok {
-				return raw{}, fmt.Errorf("curator: harness exited without a result (%v)", ch.exitErr())
+				return raw{}, fmt.Errorf("curator: harness exited without a result: %w", ch.exitErr())
 			}
 			r, done, err := c.handleLine(ctx, ch, ph, line)
 			if err != nil || done {
@@ -222,10 +222,13 @@ func (ch *child) readLines(stdout io.Reader) {
 	_, _ = io.Copy(io.Discard, stdout) // a line too long: drain so the child can exit
 }
 
-// exitErr returns how the child ended, if it has.
+// exitErr describes how the child ended (waiting up to exitTimeout).
 func (ch *child) exitErr() error {
 	select {
 	case <-ch.exited:
+		if ch.waitErr == nil {
+			return errors.New("exit status 0")
+		}
 		return ch.waitErr
 	case <-time.After(exitTimeout):
 		return errors.New("still running")

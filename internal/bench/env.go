@@ -233,8 +233,10 @@ func (e *env) close() error {
 	if e.ctl != nil {
 		if err := zktest.DeleteTree(e.ctl.c, e.root); err != nil {
 			errs = append(errs, fmt.Errorf("delete %s: %w", e.root, err))
-		} else if ok, _, err := e.ctl.c.Exists(e.root); err != nil || ok {
-			errs = append(errs, fmt.Errorf("%s still exists (%v) after clean-up", e.root, err))
+		} else if ok, _, err := e.ctl.c.Exists(e.root); err != nil {
+			errs = append(errs, fmt.Errorf("check %s is gone: %w", e.root, err))
+		} else if ok {
+			errs = append(errs, fmt.Errorf("%s still exists after clean-up", e.root))
 		}
 		errs = append(errs, e.ctl.close())
 	}
