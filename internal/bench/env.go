@@ -106,6 +106,45 @@ func (e *env) sessions(ctx context.Context) (int, error) {
 	return strconv.Atoi(m[2])
 }
 
+// watches returns how many watches the server holds, from the wchs
+// four-letter word ("... Total watches:<n>").
+func (e *env) watches(ctx context.Context) (int, error) {
+	reply, err := zktest.FourLetterWord(ctx, e.server, "wchs")
+	if err != nil {
+		return 0, err
+	}
+	m := regexp.MustCompile(`Total watches:(\d+)`).FindStringSubmatch(reply)
+	if m == nil {
+		return 0, fmt.Errorf("wchs: no watch count in %q", firstLine(reply))
+	}
+	return strconv.Atoi(m[1])
+}
+
+// waitWatchesSettle waits until the server holds at least min watches and
+// their number has not changed for settle: queued waiters set a watch as
+// the last step of queueing, so then every waiter is done queueing.
+// A busy server may not answer wchs in time: that is retried.
+func (e *env) waitWatchesSettle(ctx context.Context, min int, settle time.Duration) error {
+	last, since := -1, time.Now()
+	var lastErr error
+	for {
+		n, err := e.watches(ctx)
+		switch {
+		case err != nil:
+			lastErr, since = err, time.Now()
+		case n != last:
+			last, since = n, time.Now()
+		case n >= min && time.Since(since) >= settle:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d watches, want %d, settled (last error: %v): %w", last, min, lastErr, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // waitSessions waits until the server tracks no more sessions than
 // between runs, and reports the sessions a run left open.
 func (e *env) waitSessions(ctx context.Context) error {

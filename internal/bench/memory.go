@@ -4,20 +4,56 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 )
 
-// memSettle is how long the memory pass waits after every waiter's node
-// exists before it measures.
-const memSettle = time.Second
+// memSettle is how long the number of watches must stay the same before
+// the memory pass counts the waiters as queued.
+const memSettle = 500 * time.Millisecond
 
 // memSpec is one memory measurement.
 type memSpec struct {
 	Waiters  int           // W
-	Sessions int           // the pool the waiters share
+	Sessions int           // the sessions the waiters are spread over
 	Never    bool          // wait with a context that never ends
-	Settle   time.Duration // wait after the queue is complete
+	Settle   time.Duration // see memSettle
 	Limit    time.Duration
+}
+
+// memSnap is the process's goroutines and memory in use, after a GC.
+type memSnap struct {
+	Goroutines int
+	HeapInuse  uint64
+	StackInuse uint64
+}
+
+// takeMem runs a GC and reads the goroutine count and memory in use.
+func takeMem() memSnap {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return memSnap{Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse, StackInuse: ms.StackInuse}
+}
+
+// memDelta is the growth of goroutines and memory per queued waiter.
+type memDelta struct {
+	Waiters             int     `json:"waiters"`
+	Sessions            int     `json:"sessions"`
+	GoroutinesPerWaiter float64 `json:"goroutines_per_waiter"`
+	HeapBytesPerWaiter  float64 `json:"heap_inuse_bytes_per_waiter"`
+	StackBytesPerWaiter float64 `json:"stack_inuse_bytes_per_waiter"`
+}
+
+// makeMem computes the growth per waiter between two snapshots.
+func makeMem(before, after memSnap, waiters, sessions int) *memDelta {
+	w := float64(waiters)
+	return &memDelta{
+		Waiters: waiters, Sessions: sessions,
+		GoroutinesPerWaiter: float64(after.Goroutines-before.Goroutines) / w,
+		HeapBytesPerWaiter:  (float64(after.HeapInuse) - float64(before.HeapInuse)) / w,
+		StackBytesPerWaiter: (float64(after.StackInuse) - float64(before.StackInuse)) / w,
+	}
 }
 
 // memRow is one line of the memory table: what one queued waiter costs
@@ -31,27 +67,26 @@ type memRow struct {
 }
 
 // memoryPass measures the goroutines and heap per queued waiter of the Go
-// libraries: W waiters shared by a pool of sessions, queued behind a gate,
-// with a context that can end and (zklock) one that never ends. It adds
-// the one-session-per-waiter figures of the largest handoff run.
-func memoryPass(ctx context.Context, e *env, cfg config, results []result, prog *progress) []memRow {
+// libraries: W waiters queued behind a gate, spread over a pool of
+// sessions or one session each, with a context that can end and (zklock,
+// pooled) one that never ends.
+func memoryPass(ctx context.Context, e *env, cfg config, prog *progress) []memRow {
 	s := cfg.Sizes
 	var rows []memRow
 	for _, g := range goLibs(cfg) {
-		variants := []bool{false}
-		if g.lib == libZklock {
-			variants = []bool{false, true}
+		specs := []memSpec{
+			{Waiters: s.MemWaiters, Sessions: s.MemSessions},
+			{Waiters: s.MemWaiters, Sessions: s.MemWaiters},
 		}
-		for _, never := range variants {
+		if g.lib == libZklock {
+			specs = append(specs, memSpec{Waiters: s.MemWaiters, Sessions: s.MemSessions, Never: true})
+		}
+		for _, ms := range specs {
 			if ctx.Err() != nil {
 				return rows
 			}
-			ms := memSpec{Waiters: s.MemWaiters, Sessions: s.MemSessions, Never: never, Settle: memSettle, Limit: cfg.Limit}
+			ms.Settle, ms.Limit = memSettle, cfg.Limit
 			rows = append(rows, poolMemory(ctx, e, g, ms, prog))
-		}
-		if r := largestHandoff(results, g.lib); r != nil {
-			rows = append(rows, memRow{Library: g.lib, memDelta: *r.Memory,
-				Setup: fmt.Sprintf("handoff run, one session per waiter, W=%d", r.N)})
 		}
 	}
 	return rows
@@ -69,21 +104,12 @@ func goLibs(cfg config) []*goLib {
 	return out
 }
 
-// largestHandoff returns lib's handoff result with the most waiters that
-// measured memory, or nil.
-func largestHandoff(results []result, lib string) *result {
-	var best *result
-	for i, r := range results {
-		if r.Library == lib && r.Workload == wHandoff && r.Memory != nil && (best == nil || r.N > best.N) {
-			best = &results[i]
-		}
-	}
-	return best
-}
-
 // poolMemory runs one memory measurement and describes it.
 func poolMemory(ctx context.Context, e *env, g *goLib, ms memSpec, prog *progress) memRow {
 	setup := fmt.Sprintf("%d sessions x %d waiters", ms.Sessions, ms.Waiters/ms.Sessions)
+	if ms.Sessions == ms.Waiters {
+		setup = fmt.Sprintf("%d sessions x 1 waiter", ms.Sessions)
+	}
 	switch {
 	case g.lib == libZK:
 		setup += " (zk.Lock takes no context)"
@@ -148,12 +174,10 @@ func (g *goLib) queueMemory(ctx context.Context, e *env, lockPath string, ms mem
 	if err := e.waitChildren(ctx, lockPath, w+1); err != nil {
 		return nil, err
 	}
-	// Let the last waiters finish reading the queue and settle into their
-	// waits.
-	select {
-	case <-time.After(ms.Settle):
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	// Every node exists before every waiter has read the queue (W
+	// listings of W names take the server a while): wait for the watches.
+	if err := e.waitWatchesSettle(ctx, w, ms.Settle); err != nil {
+		return nil, err
 	}
 	after := takeMem()
 	return makeMem(before, after, w, sessions), nil

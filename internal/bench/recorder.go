@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"time"
 )
 
@@ -19,22 +18,6 @@ type snapshot struct {
 	Nudges   int64 // requests the nudger had sent
 	SrvrErr  error
 	Counts   []opCounts // counting pass: one per proxy
-	Mem      memSnap
-}
-
-// memSnap is the process's goroutines and memory in use, after a GC.
-type memSnap struct {
-	Goroutines int
-	HeapInuse  uint64
-	StackInuse uint64
-}
-
-// takeMem runs a GC and reads the goroutine count and memory in use.
-func takeMem() memSnap {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return memSnap{Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse, StackInuse: ms.StackInuse}
 }
 
 // recorder answers one run's phases: at phaseQueued it waits until the
@@ -45,7 +28,6 @@ type recorder struct {
 	path    string // the lock path
 	want    int    // handoff: nodes to wait for at phaseQueued
 	srvr    bool   // read the server's counters
-	mem     bool   // read this process's goroutines and memory
 	proxies []*countingProxy
 	snaps   map[string]snapshot
 }
@@ -72,9 +54,6 @@ func (r *recorder) phase(ctx context.Context, name string) error {
 		}
 	}
 	s := snapshot{At: time.Now()}
-	if r.mem {
-		s.Mem = takeMem()
-	}
 	if r.srvr {
 		s.Nudges = r.env.nudge.sent()
 		s.Received, s.Sent, s.SrvrErr = r.env.srvr(ctx)

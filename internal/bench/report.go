@@ -278,8 +278,8 @@ func rtCell(v float64) string {
 
 // printMemory writes the memory per queued waiter.
 func (rep *report) printMemory(w io.Writer) {
-	fmt.Fprintln(w, "Memory per queued waiter: (after - before) / W, after a GC; goroutines include the")
-	fmt.Fprintln(w, "waiting goroutine itself; sessions were connected before.")
+	fmt.Fprintln(w, "Memory per queued waiter: (after - before) / W, after a GC, sessions connected before,")
+	fmt.Fprintln(w, "after once every waiter's watch is set; goroutines include the waiting goroutine itself.")
 	t := &table{left: 2}
 	t.add("library", "setup", "goroutines/waiter", "heap bytes/waiter", "stack bytes/waiter")
 	t.rule()

@@ -21,7 +21,6 @@ type result struct {
 	WallS     float64    `json:"wall_s"`  // the whole run, set-up and tear-down included
 	Figures   *figures   `json:"figures"` // null when the run did not finish or failed
 	Srvr      *srvrDelta `json:"srvr"`    // null when not measured
-	Memory    *memDelta  `json:"memory_per_waiter,omitempty"`
 }
 
 // figures are a run's results. Pointers are null where they do not apply.
@@ -44,15 +43,6 @@ type srvrDelta struct {
 	Sent          int64   `json:"sent"`
 	ReceivedPerOp float64 `json:"received_per_op"`
 	SentPerOp     float64 `json:"sent_per_op"`
-}
-
-// memDelta is the growth of goroutines and memory per queued waiter.
-type memDelta struct {
-	Waiters             int     `json:"waiters"`
-	Sessions            int     `json:"sessions"`
-	GoroutinesPerWaiter float64 `json:"goroutines_per_waiter"`
-	HeapBytesPerWaiter  float64 `json:"heap_inuse_bytes_per_waiter"`
-	StackBytesPerWaiter float64 `json:"stack_inuse_bytes_per_waiter"`
 }
 
 // newResult describes the outcome of running sp with lib.
@@ -111,17 +101,6 @@ func makeSrvr(sp spec, rec *recorder, ops int64) *srvrDelta {
 	d.ReceivedPerOp = float64(d.Received) / float64(ops)
 	d.SentPerOp = float64(d.Sent) / float64(ops)
 	return d
-}
-
-// makeMem computes the growth per waiter between two snapshots.
-func makeMem(before, after memSnap, waiters, sessions int) *memDelta {
-	w := float64(waiters)
-	return &memDelta{
-		Waiters: waiters, Sessions: sessions,
-		GoroutinesPerWaiter: float64(after.Goroutines-before.Goroutines) / w,
-		HeapBytesPerWaiter:  (float64(after.HeapInuse) - float64(before.HeapInuse)) / w,
-		StackBytesPerWaiter: (float64(after.StackInuse) - float64(before.StackInuse)) / w,
-	}
 }
 
 // percentileMs returns the p-th percentile (nearest rank) of µs values, in

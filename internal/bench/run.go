@@ -59,7 +59,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer, prog *progress) (err
 		rep.RoundTrips = roundTrips(ctx, e, cfg, libs, prog)
 	}
 	if cfg.wants(wMemory) {
-		rep.Memory = memoryPass(ctx, e, cfg, rep.Results, prog)
+		rep.Memory = memoryPass(ctx, e, cfg, prog)
 	}
 	if c, ok := findLib(libs, libCurator).(*curatorLib); ok {
 		rep.Curator = c.versions
@@ -145,17 +145,12 @@ func runOne(ctx context.Context, e *env, lib library, sp spec, limit time.Durati
 	sp.Path, sp.WarmPath = e.paths(sp.Workload, lib.name())
 	rec := newRecorder(e, sp)
 	rec.srvr = true
-	_, inProcess := lib.(*goLib)
-	rec.mem = inProcess && sp.Workload == wHandoff
 	prog.begin(fmt.Sprintf("%s: %s", sp.label(), displayName(lib.name())))
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	r, err := lib.run(rctx, sp, endpoints{Servers: []string{e.server}, Gate: []string{e.server}}, rec.phase)
 	cancel()
 	res := newResult(sp, lib.name(), r, err, rec, time.Since(start))
-	if rec.mem && res.Figures != nil {
-		res.Memory = makeMem(rec.snaps[phaseReady].Mem, rec.snaps[phaseQueued].Mem, sp.N, sp.N)
-	}
 	if cerr := e.cleanup(sp.Path); cerr != nil {
 		res.Error = joinMsg(res.Error, cerr.Error())
 	}
