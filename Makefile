@@ -43,6 +43,16 @@ example:
 demo: deps
 	$(GO) run ./examples/seckill
 
+# Benchmarks (not part of `make test`): BENCHMARKS.md's workloads for zklock,
+# Apache Curator and zk.Lock against a ZooKeeper of their own; tables on
+# stdout, JSON in bench-results.json. See internal/bench/README.md.
+#   make bench                  reference sizes, ZooKeeper's data on disk
+#   make bench TMPFS=1          data on tmpfs (/dev/shm)
+#   make bench QUICK=1          every workload shrunk: about a minute
+#   make bench BENCHFLAGS='-workloads handoff -libs zklock,curator'
+bench: deps
+	$(GO) run ./internal/bench $(if $(filter 1 yes true,$(TMPFS)),-tmpfs) $(if $(filter 1 yes true,$(QUICK)),-quick) $(BENCHFLAGS)
+
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzCompareUTF16 -fuzztime 30s .
 	$(GO) test -run XXX -fuzz FuzzGetsTheLock -fuzztime 30s .

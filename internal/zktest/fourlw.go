@@ -103,6 +103,41 @@ func mode(ctx context.Context, addr string, timeout time.Duration) (string, erro
 	return "", fmt.Errorf("zktest: srvr %s: not serving: %q", addr, strings.TrimSpace(reply))
 }
 
+// FourLetterWord sends the four-letter word cmd ("srvr", "dump", "cons",
+// ...) to the server at addr and returns its reply, which ends when the
+// server closes the connection, as a serving ZooKeeper does; it gives up
+// after a few seconds. The server must whitelist cmd.
+func FourLetterWord(ctx context.Context, addr, cmd string) (string, error) {
+	reply, err := fourLetterWord(ctx, addr, cmd, fourLetterTimeout, nil)
+	if err != nil {
+		return "", fmt.Errorf("zktest: %s %s: %w", cmd, addr, err)
+	}
+	return reply, nil
+}
+
+// Srvr returns the fields of the reply of the server at addr to the srvr
+// four-letter word, keyed by the text before ": " ("Zookeeper version",
+// "Received", "Sent", "Connections", "Outstanding", "Mode", "Node count",
+// ...). The reply ends when the server closes the connection, as a
+// serving ZooKeeper does. The server must whitelist srvr.
+func Srvr(ctx context.Context, addr string) (map[string]string, error) {
+	reply, err := FourLetterWord(ctx, addr, "srvr")
+	if err != nil {
+		return nil, err
+	}
+	fields := make(map[string]string)
+	sc := bufio.NewScanner(strings.NewReader(reply))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ": "); ok {
+			fields[k] = strings.TrimSpace(v)
+		}
+	}
+	if _, ok := fields["Mode"]; !ok {
+		return nil, fmt.Errorf("zktest: srvr %s: not serving: %q", addr, strings.TrimSpace(reply))
+	}
+	return fields, nil
+}
+
 // checkServing returns nil if the server at addr answers ruok with imok and
 // srvr with a serving mode, each within timeout.
 func checkServing(ctx context.Context, addr string, timeout time.Duration) error {

@@ -133,3 +133,34 @@ func TestWaitServingAndStoppedDeadline(t *testing.T) {
 		t.Fatal("WaitServing on a closed port: no error")
 	}
 }
+
+func TestSrvr(t *testing.T) {
+	t.Parallel()
+	addr := fakeFourLetter(t, map[string]string{
+		"srvr": strings.Replace(srvrReply, "%s", "leader", 1),
+	}, false)
+	fields, err := Srvr(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{
+		"Zookeeper version": "3.8.0-debian, built on 2024-12-29 17:54 UTC",
+		"Received":          "1",
+		"Sent":              "0",
+		"Mode":              "leader",
+		"Node count":        "5",
+	} {
+		if fields[k] != want {
+			t.Errorf("%s = %q, want %q", k, fields[k], want)
+		}
+	}
+	if reply, err := FourLetterWord(context.Background(), addr, "srvr"); err != nil || !strings.HasPrefix(reply, "Zookeeper version: ") {
+		t.Errorf("FourLetterWord srvr = %q, %v", reply, err)
+	}
+	notServing := fakeFourLetter(t, map[string]string{
+		"srvr": "This ZooKeeper instance is not currently serving requests\n",
+	}, false)
+	if _, err := Srvr(context.Background(), notServing); err == nil || !strings.Contains(err.Error(), "not serving") {
+		t.Errorf("Srvr of a server not serving = %v, want a 'not serving' error", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -236,6 +237,26 @@ func TestIntegration_ProcessStandalone(t *testing.T) {
 	}
 }
 
+func TestIntegration_DataDir(t *testing.T) {
+	parent := t.TempDir()
+	c := StartT(t, Config{DataDir: parent})
+	conn := ConnectT(t, c.Servers())
+	mustCreate(t, conn, "/datadir", nil, 0)
+	logs, err := filepath.Glob(filepath.Join(parent, tempDirPrefix+"*", "server1", "data", "version-2", "log.*"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no transaction log under %s: %v, %v", parent, logs, err)
+	}
+	if err := conn.Delete("/datadir", -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(parent, "*")); len(left) > 0 {
+		t.Errorf("Close left %v in DataDir", left)
+	}
+}
+
 func TestIntegration_Ensemble(t *testing.T) {
 	c := StartT(t, Config{Size: 3})
 	servers := c.Servers()
@@ -433,7 +454,7 @@ func TestIntegration_ExternalBackend(t *testing.T) {
 			t.Errorf("%s = %v, want ErrUnsupported", name, err)
 		}
 	}
-	for _, cfg := range []Config{{Size: 3}, {ContainerCheckInterval: time.Second}} {
+	for _, cfg := range []Config{{Size: 3}, {ContainerCheckInterval: time.Second}, {DataDir: t.TempDir()}} {
 		if _, err := Start(ctx, cfg); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("Start(%+v) = %v, want ErrUnsupported", cfg, err)
 		}

@@ -138,7 +138,10 @@ func startProcess(ctx context.Context, cfg Config) (Cluster, error) {
 // startInstall starts a cluster of inst's JVMs, retrying with new ports if
 // one could not be bound.
 func startInstall(ctx context.Context, inst *install, cfg Config) (Cluster, error) {
-	sweepOnce.Do(sweepStaleDirs)
+	sweepOnce.Do(func() { sweepStaleDirs(os.TempDir()) })
+	if cfg.DataDir != "" {
+		sweepStaleDirs(cfg.DataDir)
+	}
 	for attempt := 1; ; attempt++ {
 		c, err := tryStartProcess(ctx, inst, cfg)
 		if err == nil {
@@ -157,7 +160,7 @@ var errBind = errors.New("port already in use")
 func tryStartProcess(ctx context.Context, inst *install, cfg Config) (_ Cluster, err error) {
 	cfg = cfg.WithDefaults()
 	n := cfg.Size
-	dir, err := os.MkdirTemp("", tempDirPrefix+strconv.Itoa(os.Getpid())+"-")
+	dir, err := os.MkdirTemp(cfg.DataDir, tempDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("zktest: create temp dir: %w", err)
 	}
@@ -231,10 +234,11 @@ const tempDirPrefix = "zktest-"
 
 var sweepOnce sync.Once
 
-// sweepStaleDirs removes the temporary directories left by test binaries
-// that died without closing their clusters (their JVMs died with them).
-func sweepStaleDirs() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempDirPrefix+"*-*"))
+// sweepStaleDirs removes the temporary directories in parent left by test
+// binaries that died without closing their clusters (their JVMs died with
+// them).
+func sweepStaleDirs(parent string) {
+	dirs, _ := filepath.Glob(filepath.Join(parent, tempDirPrefix+"*-*"))
 	for _, dir := range dirs {
 		pidStr, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(dir), tempDirPrefix), "-")
 		pid, err := strconv.Atoi(pidStr)

@@ -132,7 +132,7 @@ func TestSweepStaleDirs(t *testing.T) {
 	if !processGone(dead) {
 		t.Skipf("pid %d was reused", dead)
 	}
-	sweepStaleDirs()
+	sweepStaleDirs(os.TempDir())
 	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("stale dir %s survived the sweep: %v", stale, err)
 	}
@@ -210,5 +210,38 @@ func TestFreePorts(t *testing.T) {
 	}
 	if runtime.GOOS == "linux" && lo == 0 {
 		t.Logf("no port range outside the ephemeral ports; using bind(:0)")
+	}
+}
+
+func TestStartInDataDir(t *testing.T) {
+	parent := t.TempDir()
+	record := filepath.Join(t.TempDir(), "zoo.cfg")
+	// The last argument is zoo.cfg: keep a copy, then never serve.
+	inst := fakeJava(t, "for a; do last=$a; done\ncp \"$last\" "+record+"\nexec sleep 600\n")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := startInstall(ctx, inst, Config{DataDir: parent}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error %v, want a deadline", err)
+	}
+	b, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "dataDir=" + filepath.Join(parent, tempDirPrefix+strconv.Itoa(os.Getpid())+"-")
+	if !strings.Contains(string(b), want) {
+		t.Errorf("zoo.cfg does not contain %q:\n%s", want, b)
+	}
+	if left, _ := filepath.Glob(filepath.Join(parent, "*")); len(left) > 0 {
+		t.Errorf("failed start left %v in DataDir", left)
+	}
+}
+
+func TestStartInMissingDataDir(t *testing.T) {
+	inst := fakeJava(t, "exit 1\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	missing := filepath.Join(t.TempDir(), "missing")
+	if _, err := startInstall(ctx, inst, Config{DataDir: missing}); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("error %v, want one wrapping os.ErrNotExist", err)
 	}
 }

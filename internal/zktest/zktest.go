@@ -22,7 +22,8 @@
 //     package (/usr/share/java/zookeeper.jar), run with java from
 //     JAVA_HOME or PATH. Servers listen on 127.0.0.1 on free ports, keep
 //     their data and logs (server.log: the JVM's output and ZooKeeper's
-//     log) in a temporary directory removed by Close, and are killed by
+//     log) in a temporary directory (in [Config.DataDir], by default the
+//     system's temporary directory) removed by Close, and are killed by
 //     the kernel if the test binary dies (Linux: PR_SET_PDEATHSIG); a
 //     later run removes the directories such a binary left. Even a
 //     single server runs as an ensemble of one, not in standalone mode
@@ -103,6 +104,14 @@ type Config struct {
 	// keeps the server default (one minute). When set, the servers also
 	// get znode.container.maxPerMinute=100000 so reaping is prompt.
 	ContainerCheckInterval time.Duration
+	// DataDir is an existing directory in which the process backend makes
+	// the cluster's temporary directory (the servers' dataDir, logs and
+	// configuration), to choose the storage the servers write to, such
+	// as tmpfs (/dev/shm) or a disk; "" means the system's temporary
+	// directory (os.TempDir). An external ensemble (ZK_SERVERS) cannot
+	// honour it: Start then fails with ErrUnsupported. Registered backends
+	// may ignore it.
+	DataDir string
 }
 
 // WithDefaults returns c with every zero field replaced by its default.

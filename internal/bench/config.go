@@ -1,0 +1,203 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Library names, as given to -libs and used in the JSON output.
+const (
+	libZklock  = "zklock"
+	libCurator = "curator"
+	libZK      = "zk" // go-zookeeper: zk.Lock, and the raw floor
+)
+
+// Workload names, as given to -workloads.
+const (
+	wFloor       = "floor"
+	wUncontended = "uncontended"
+	wContended   = "contended"
+	wHandoff     = "handoff"
+	wSemaphore   = "semaphore"
+	wRWRead      = "rwread"
+	wRoundTrips  = "roundtrips"
+	wMemory      = "memory"
+)
+
+// allWorkloads lists every workload name, in the order they run.
+func allWorkloads() []string {
+	return []string{wFloor, wUncontended, wContended, wHandoff, wSemaphore, wRWRead, wRoundTrips, wMemory}
+}
+
+// allLibs lists every library name, in column order.
+func allLibs() []string { return []string{libZklock, libCurator, libZK} }
+
+// sizes are the sizes of every workload.
+type sizes struct {
+	Floor        int           // floor: raw create+delete pairs
+	Uncontended  int           // uncontended: acquire+release pairs
+	Warmup       int           // unmeasured pairs before floor and uncontended
+	PreWarm      int           // unmeasured pairs of the recipe before the other workloads
+	Sessions     int           // contended, semaphore, rwread: C
+	Leases       int           // semaphore: L
+	Duration     time.Duration // contended, semaphore, rwread: S
+	Handoff      []int         // handoff: W
+	RTPairs      int           // round trips: uncontended pairs counted
+	RTHandoff    []int         // round trips: handoff W counted
+	MemWaiters   int           // memory: W
+	MemSessions  int           // memory: sessions sharing the W waiters
+	SessionLimit time.Duration // session timeout of every session
+}
+
+// referenceSizes are BENCHMARKS.md's reference sizes.
+func referenceSizes() sizes {
+	return sizes{
+		Floor: 2000, Uncontended: 2000, Warmup: 500, PreWarm: 200,
+		Sessions: 16, Leases: 4, Duration: 10 * time.Second,
+		Handoff: []int{10, 100, 1000, 2000},
+		RTPairs: 200, RTHandoff: []int{10, 100},
+		MemWaiters: 2000, MemSessions: 50,
+		SessionLimit: 30 * time.Second,
+	}
+}
+
+// quickSizes shrink everything so that a whole run takes about a minute.
+func quickSizes() sizes {
+	s := referenceSizes()
+	s.Floor, s.Uncontended, s.PreWarm = 200, 200, 100
+	s.Duration = 2 * time.Second
+	s.Handoff = []int{10, 100}
+	s.RTPairs = 50
+	s.MemWaiters, s.MemSessions = 400, 20
+	return s
+}
+
+// config is what the flags ask for.
+type config struct {
+	Quick     bool
+	Tmpfs     bool
+	DataDir   string // parent of the server's data directory; "" picks one
+	Workloads []string
+	Libs      []string
+	Limit     time.Duration // per workload and library
+	JSONPath  string
+	Nudge     time.Duration // how often the controller reads (see nudge.go); 0: never
+	Sizes     sizes
+}
+
+// wants reports whether workload w was selected.
+func (c config) wants(w string) bool { return slices.Contains(c.Workloads, w) }
+
+// hasLib reports whether library l was selected.
+func (c config) hasLib(l string) bool { return slices.Contains(c.Libs, l) }
+
+// parseFlags parses the command line into a config.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c config
+	var workloads, libs, handoff string
+	var dur time.Duration
+	fs.BoolVar(&c.Quick, "quick", false, "shrink every workload so the whole run takes about a minute")
+	fs.BoolVar(&c.Tmpfs, "tmpfs", false, "keep ZooKeeper's dataDir on tmpfs (/dev/shm) instead of disk")
+	fs.StringVar(&c.DataDir, "datadir", "", "directory for ZooKeeper's dataDir (overrides the storage mode's choice)")
+	fs.StringVar(&workloads, "workloads", strings.Join(allWorkloads(), ","), "comma-separated workloads to run")
+	fs.StringVar(&libs, "libs", strings.Join(allLibs(), ","), "comma-separated libraries: zklock, curator, zk (go-zookeeper)")
+	fs.DurationVar(&c.Limit, "limit", 180*time.Second, "time limit of each workload of each library; past it: DNF")
+	fs.StringVar(&c.JSONPath, "json", "bench-results.json", "file to write the results to as JSON (\"\" for none)")
+	fs.DurationVar(&c.Nudge, "nudge", defaultNudge, "how often to send the server a read during runs, against ZOOKEEPER-4537's stalls (0: never)")
+	fs.StringVar(&handoff, "handoff", "", "comma-separated handoff sizes W (default: by mode)")
+	fs.DurationVar(&dur, "duration", 0, "duration S of the timed workloads (default: by mode)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: go run ./internal/bench [flags]\n\nRuns BENCHMARKS.md's workloads for zklock, Curator and zk.Lock.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return c.finish(workloads, libs, handoff, dur)
+}
+
+// finish validates and applies the list-valued flags.
+func (c config) finish(workloads, libs, handoff string, dur time.Duration) (config, error) {
+	var err error
+	if c.Workloads, err = pickList("workload", workloads, allWorkloads(), nil); err != nil {
+		return c, err
+	}
+	aliases := map[string]string{"zk.lock": libZK, "go-zk": libZK, "go-zookeeper": libZK}
+	if c.Libs, err = pickList("library", libs, allLibs(), aliases); err != nil {
+		return c, err
+	}
+	if c.Limit <= 0 {
+		return c, errors.New("-limit must be positive")
+	}
+	if c.Nudge < 0 {
+		return c, errors.New("-nudge must not be negative")
+	}
+	c.Sizes = referenceSizes()
+	if c.Quick {
+		c.Sizes = quickSizes()
+	}
+	if dur < 0 {
+		return c, errors.New("-duration must be positive")
+	} else if dur > 0 {
+		c.Sizes.Duration = dur
+	}
+	if handoff != "" {
+		if c.Sizes.Handoff, err = parseInts(handoff); err != nil {
+			return c, fmt.Errorf("-handoff: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// pickList parses a comma list of names from known (after aliases) and
+// returns them in known's order.
+func pickList(what, list string, known []string, aliases map[string]string) ([]string, error) {
+	want := make(map[string]bool)
+	for _, name := range strings.Split(list, ",") {
+		name = strings.ToLower(strings.TrimSpace(name))
+		if a, ok := aliases[name]; ok {
+			name = a
+		}
+		if name == "" {
+			continue
+		}
+		if !slices.Contains(known, name) {
+			return nil, fmt.Errorf("unknown %s %q (known: %s)", what, name, strings.Join(known, ", "))
+		}
+		want[name] = true
+	}
+	var out []string
+	for _, name := range known {
+		if want[name] {
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no %s selected", what)
+	}
+	return out, nil
+}
+
+// parseInts parses a comma list of positive integers.
+func parseInts(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// quietPeriod is how long a counting pass waits without a request before
+// it takes a snapshot, so that requests in flight land on the right side.
+const quietPeriod = 300 * time.Millisecond
+
+// snapshot is what a recorder saw at one phase.
+type snapshot struct {
+	At       time.Time
+	Received int64 // srvr counters
+	Sent     int64
+	Nudges   int64 // requests the nudger had sent
+	SrvrErr  error
+	Counts   []opCounts // counting pass: one per proxy
+}
+
+// recorder answers one run's phases: at phaseQueued it waits until the
+// lock path lists the gate's node and every waiter's; at every phase it
+// takes the snapshots it was asked for.
+type recorder struct {
+	env     *env
+	path    string // the lock path
+	want    int    // handoff: nodes to wait for at phaseQueued
+	srvr    bool   // read the server's counters
+	proxies []*countingProxy
+	snaps   map[string]snapshot
+}
+
+// newRecorder returns a recorder for sp.
+func newRecorder(e *env, sp spec) *recorder {
+	rec := &recorder{env: e, path: sp.Path, snaps: make(map[string]snapshot)}
+	if sp.Workload == wHandoff {
+		rec.want = sp.N + 1
+	}
+	return rec
+}
+
+// phase is the recorder's phaser.
+func (r *recorder) phase(ctx context.Context, name string) error {
+	if name == phaseQueued {
+		if err := r.env.waitChildren(ctx, r.path, r.want); err != nil {
+			return err
+		}
+	}
+	if len(r.proxies) > 0 {
+		if err := waitQuiet(ctx, r.proxies); err != nil {
+			return err
+		}
+	}
+	s := snapshot{At: time.Now()}
+	if r.srvr {
+		s.Nudges = r.env.nudge.sent()
+		s.Received, s.Sent, s.SrvrErr = r.env.srvr(ctx)
+	}
+	for _, p := range r.proxies {
+		c, _ := p.Snapshot()
+		s.Counts = append(s.Counts, c)
+	}
+	r.snaps[name] = s
+	return nil
+}
+
+// waitQuiet waits until the proxies have counted no request for
+// quietPeriod.
+func waitQuiet(ctx context.Context, proxies []*countingProxy) error {
+	total := func() int64 {
+		var n int64
+		for _, p := range proxies {
+			c, connects := p.Snapshot()
+			n += c.total() + connects
+		}
+		return n
+	}
+	last := total()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the clients to go quiet: %w", ctx.Err())
+		case <-time.After(quietPeriod):
+		}
+		now := total()
+		if now == last {
+			return nil
+		}
+		last = now
+	}
+}
+
+// timedFrom is the phase the measured time starts at for workload w.
+func timedFrom(w string) string {
+	if w == wHandoff {
+		return phaseQueued
+	}
+	return phaseReady
+}
+
+// span returns the snapshots at the start and end of the measured part.
+func (r *recorder) span(workload string) (from, to snapshot, ok bool) {
+	from, ok1 := r.snaps[timedFrom(workload)]
+	to, ok2 := r.snaps[phaseMeasured]
+	return from, to, ok1 && ok2
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"time"
+)
+
+// result is one run of one workload by one library, as reported.
+type result struct {
+	Workload  string     `json:"workload"`
+	Label     string     `json:"label"`
+	Library   string     `json:"library"`
+	N         int        `json:"n,omitempty"`
+	Sessions  int        `json:"sessions,omitempty"`
+	Leases    int        `json:"leases,omitempty"`
+	DurationS float64    `json:"duration_s,omitempty"`
+	DNF       bool       `json:"dnf"`
+	Error     string     `json:"error,omitempty"`
+	WallS     float64    `json:"wall_s"`  // the whole run, set-up and tear-down included
+	Figures   *figures   `json:"figures"` // null when the run did not finish or failed
+	Srvr      *srvrDelta `json:"srvr"`    // null when not measured
+}
+
+// figures are a run's results. Pointers are null where they do not apply.
+type figures struct {
+	Ops           int64    `json:"ops"`
+	Seconds       float64  `json:"seconds"`
+	PerSecond     float64  `json:"per_second"`
+	P50Ms         *float64 `json:"p50_ms"`
+	P99Ms         *float64 `json:"p99_ms"`
+	MinPerSession *int64   `json:"min_per_session"`
+	MaxPerSession *int64   `json:"max_per_session"`
+	Violations    *int64   `json:"violations"`
+	MsPerHandoff  *float64 `json:"ms_per_handoff"`
+}
+
+// srvrDelta is the change of the server's packet counters over the
+// measured part, in all and per operation.
+type srvrDelta struct {
+	Received      int64   `json:"received"`
+	Sent          int64   `json:"sent"`
+	ReceivedPerOp float64 `json:"received_per_op"`
+	SentPerOp     float64 `json:"sent_per_op"`
+}
+
+// newResult describes the outcome of running sp with lib.
+func newResult(sp spec, lib string, r raw, err error, rec *recorder, wall time.Duration) result {
+	res := result{
+		Workload: sp.Workload, Label: sp.label(), Library: lib,
+		N: sp.N, Sessions: sp.C, Leases: sp.Leases, DurationS: sp.Dur.Seconds(),
+		WallS: wall.Seconds(),
+	}
+	switch {
+	case errors.Is(err, errDNF):
+		res.DNF, res.Error = true, err.Error()
+	case err != nil:
+		res.Error = err.Error()
+	default:
+		res.Figures = makeFigures(sp, r)
+		res.Srvr = makeSrvr(sp, rec, r.Ops)
+	}
+	return res
+}
+
+// makeFigures derives the figures of sp's workload from what was measured.
+func makeFigures(sp spec, r raw) *figures {
+	f := &figures{Ops: r.Ops, Seconds: r.Seconds}
+	if r.Seconds > 0 {
+		f.PerSecond = float64(r.Ops) / r.Seconds
+	}
+	switch sp.Workload {
+	case wFloor, wUncontended:
+		f.P50Ms, f.P99Ms = percentileMs(r.LatUS, 0.50), percentileMs(r.LatUS, 0.99)
+	case wHandoff:
+		if r.Ops > 0 {
+			f.MsPerHandoff = ptr(r.Seconds * 1000 / float64(r.Ops))
+		}
+	default:
+		if len(r.PerSession) > 0 {
+			f.MinPerSession, f.MaxPerSession = ptr(slices.Min(r.PerSession)), ptr(slices.Max(r.PerSession))
+		}
+		f.Violations = ptr(r.Violations)
+	}
+	return f
+}
+
+// makeSrvr computes the srvr deltas over the measured part, per op.
+func makeSrvr(sp spec, rec *recorder, ops int64) *srvrDelta {
+	if rec == nil {
+		return nil
+	}
+	from, to, ok := rec.span(sp.Workload)
+	if !ok || from.SrvrErr != nil || to.SrvrErr != nil || ops <= 0 {
+		return nil
+	}
+	// Each nudge is one request in and one reply out.
+	nudges := to.Nudges - from.Nudges
+	d := &srvrDelta{Received: to.Received - from.Received - nudges, Sent: to.Sent - from.Sent - nudges}
+	d.ReceivedPerOp = float64(d.Received) / float64(ops)
+	d.SentPerOp = float64(d.Sent) / float64(ops)
+	return d
+}
+
+// percentileMs returns the p-th percentile (nearest rank) of µs values, in
+// milliseconds, or nil if there are none.
+func percentileMs(us []int64, p float64) *float64 {
+	if len(us) == 0 {
+		return nil
+	}
+	s := slices.Clone(us)
+	slices.Sort(s)
+	i := int(math.Ceil(p*float64(len(s)))) - 1
+	i = max(0, min(i, len(s)-1))
+	return ptr(float64(s[i]) / 1000)
+}
+
+// ptr returns a pointer to v.
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// rtWarmup is how many unmeasured pairs a counting run starts with.
+const rtWarmup = 50
+
+// rtRow is one line of the round-trips table: the requests the clients
+// sent per operation, in all and by op.
+type rtRow struct {
+	Library string             `json:"library"`
+	What    string             `json:"what"`
+	Divisor int                `json:"divisor"` // the operations the counts are divided by
+	Total   float64            `json:"total"`
+	ByOp    map[string]float64 `json:"by_op"`
+	Groups  map[string]float64 `json:"-"` // the table's columns
+	DNF     bool               `json:"dnf,omitempty"`
+	Error   string             `json:"error,omitempty"`
+}
+
+// rtGroups are the round-trips table's op columns, in order.
+func rtGroups() []string {
+	return []string{"create", "getChildren", "getData/exists", "delete", "multi", "sync", "setWatches", "other"}
+}
+
+// opGroup is the column op is counted in.
+func opGroup(op int32) string {
+	switch op {
+	case 1, 15, 19, 21: // create, create2, createContainer, createTTL
+		return "create"
+	case 8, 12: // getChildren, getChildren2
+		return "getChildren"
+	case 3, 4:
+		return "getData/exists"
+	case 2, 20: // delete, deleteContainer
+		return "delete"
+	case 14, 22: // multi, multiRead
+		return "multi"
+	case 9:
+		return "sync"
+	case 101, 105: // setWatches, setWatches2
+		return "setWatches"
+	}
+	return "other"
+}
+
+// newRTRow divides counts by divisor.
+func newRTRow(lib, what string, divisor int, counts opCounts) rtRow {
+	row := rtRow{Library: lib, What: what, Divisor: divisor,
+		ByOp: make(map[string]float64), Groups: make(map[string]float64)}
+	d := float64(max(divisor, 1))
+	for op, n := range counts {
+		row.ByOp[opName(op)] += float64(n) / d
+		row.Groups[opGroup(op)] += float64(n) / d
+		row.Total += float64(n) / d
+	}
+	return row
+}
+
+// rtPlan lists the counting runs: a pair of each kind, and handoffs.
+func rtPlan(cfg config) []spec {
+	s := cfg.Sizes
+	out := []spec{
+		{Workload: wFloor, N: s.RTPairs, Warmup: rtWarmup},
+		{Workload: wUncontended, N: s.RTPairs, Warmup: rtWarmup},
+	}
+	for _, w := range s.RTHandoff {
+		out = append(out, spec{Workload: wHandoff, N: w, Warmup: rtWarmup})
+	}
+	return out
+}
+
+// roundTrips runs the counting pass: every library's runs go through
+// counting proxies (one for the handoff's gate session, one for every
+// other session), apart from the timed runs so that the proxies' latency
+// touches no figure.
+func roundTrips(ctx context.Context, e *env, cfg config, libs []library, prog *progress) []rtRow {
+	var rows []rtRow
+	for _, sp := range rtPlan(cfg) {
+		for _, lib := range libs {
+			if ctx.Err() != nil {
+				return rows
+			}
+			if lib.supports(sp.Workload) {
+				rows = append(rows, countRun(ctx, e, lib, sp, cfg.Limit, prog)...)
+			}
+		}
+	}
+	return rows
+}
+
+// countRun runs sp with lib through two counting proxies and returns its
+// rows.
+func countRun(ctx context.Context, e *env, lib library, sp spec, limit time.Duration, prog *progress) []rtRow {
+	sp.Path, sp.WarmPath = e.paths("rt-"+sp.Workload, lib.name())
+	what := rtWhat(sp)
+	prog.begin(fmt.Sprintf("round trips, %s: %s", what, displayName(lib.name())))
+	rec, err := countThrough(ctx, e, lib, sp, limit)
+	if cerr := e.cleanup(sp.Path); cerr != nil && err == nil {
+		err = cerr
+	}
+	if err != nil {
+		prog.end("failed")
+		row := rtRow{Library: lib.name(), What: what, DNF: errors.Is(err, errDNF), Error: err.Error()}
+		return []rtRow{row}
+	}
+	rows := rtRows(lib.name(), sp, rec)
+	prog.end(fmt.Sprintf("%.2f requests per %s", rows[0].Total, rtUnit(sp)))
+	return rows
+}
+
+// countThrough runs sp with lib through fresh counting proxies and returns
+// the recorder holding their counts at each phase.
+func countThrough(ctx context.Context, e *env, lib library, sp spec, limit time.Duration) (*recorder, error) {
+	waiters, err := newCountingProxy(e.server)
+	if err != nil {
+		return nil, err
+	}
+	defer waiters.Close()
+	gate, err := newCountingProxy(e.server)
+	if err != nil {
+		return nil, err
+	}
+	defer gate.Close()
+	rec := newRecorder(e, sp)
+	rec.proxies = []*countingProxy{waiters, gate}
+	ep := endpoints{Servers: []string{waiters.Addr()}, Gate: []string{gate.Addr()}}
+	rctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	_, err = lib.run(rctx, sp, ep, rec.phase)
+	return rec, err
+}
+
+// rtWhat names a counting run.
+func rtWhat(sp spec) string {
+	if sp.Workload == wHandoff {
+		return fmt.Sprintf("handoff W=%d", sp.N)
+	}
+	return sp.Workload + " pair"
+}
+
+// rtUnit is what a counting run's first row counts per.
+func rtUnit(sp spec) string {
+	if sp.Workload == wHandoff {
+		return "handoff"
+	}
+	return "pair"
+}
+
+// rtRows turns a counting run's snapshots into rows: per pair; or, for a
+// handoff, per handoff (every session), per woken waiter (the waiters'
+// sessions only), the gate's release, and the queueing per waiter.
+func rtRows(lib string, sp spec, rec *recorder) []rtRow {
+	sum := func(s snapshot) opCounts { return s.Counts[0].plus(s.Counts[1]) }
+	ready, queued, measured := rec.snaps[phaseReady], rec.snaps[phaseQueued], rec.snaps[phaseMeasured]
+	what := rtWhat(sp)
+	if sp.Workload != wHandoff {
+		return []rtRow{newRTRow(lib, what, sp.N, sum(measured).minus(sum(ready)))}
+	}
+	return []rtRow{
+		newRTRow(lib, what+": per handoff", sp.N, sum(measured).minus(sum(queued))),
+		newRTRow(lib, what+": per woken waiter", sp.N, measured.Counts[0].minus(queued.Counts[0])),
+		newRTRow(lib, what+": gate release", 1, measured.Counts[1].minus(queued.Counts[1])),
+		newRTRow(lib, what+": queueing, per waiter", sp.N, sum(queued).minus(sum(ready))),
+	}
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// errDNF marks a run that did not finish within its time limit.
+var errDNF = errors.New("did not finish within the time limit")
+
+// Phase names. A library announces each one to its phaser and waits for it
+// to return before going on.
+const (
+	// phaseReady: every session is connected and warmed up; the measured
+	// part comes next.
+	phaseReady = "ready"
+	// phaseQueued (handoff only): every waiter has been started. The phaser
+	// returns once the lock path lists the gate's node and every waiter's.
+	phaseQueued = "queued"
+	// phaseMeasured: the measured part is over; the tear-down comes next.
+	phaseMeasured = "measured"
+)
+
+// phaser is told of each phase of a run; the run waits for it to return
+// and gives up if it fails.
+type phaser func(ctx context.Context, phase string) error
+
+// spec is one run of a workload by one library.
+type spec struct {
+	Workload string
+	N        int           // floor, uncontended: pairs; handoff: waiters W
+	C        int           // contended, semaphore, rwread: sessions
+	Leases   int           // semaphore: L
+	Dur      time.Duration // contended, semaphore, rwread: S
+	Warmup   int           // unmeasured acquire+release pairs first
+	Path     string        // the lock's path, fresh for this run
+	WarmPath string        // where warm-up pairs run, except for floor and uncontended (Path)
+}
+
+// label names the workload and its size, as the table shows it.
+func (s spec) label() string {
+	switch s.Workload {
+	case wFloor, wUncontended:
+		return fmt.Sprintf("%s %d", s.Workload, s.N)
+	case wHandoff:
+		return fmt.Sprintf("%s %d", s.Workload, s.N)
+	case wSemaphore:
+		return fmt.Sprintf("%s %d %d %s", s.Workload, s.C, s.Leases, s.Dur)
+	}
+	return fmt.Sprintf("%s %d %s", s.Workload, s.C, s.Dur)
+}
+
+// maxHolders is how many sessions may hold at once in a loop workload.
+func (s spec) maxHolders() int {
+	switch s.Workload {
+	case wSemaphore:
+		return s.Leases
+	case wRWRead:
+		return 1 << 30 // readers share
+	}
+	return 1
+}
+
+// endpoints are the server addresses a run's sessions connect to: the
+// handoff's gate session to Gate, every other session to Servers. They
+// differ when a counting pass tells the two apart.
+type endpoints struct {
+	Servers []string
+	Gate    []string
+}
+
+// raw is what a run measured, in the same shape for every library (the
+// Java harness prints it as JSON).
+type raw struct {
+	Ops        int64   `json:"ops"`         // measured pairs, acquisitions or handoffs
+	Seconds    float64 `json:"seconds"`     // measured time
+	LatUS      []int64 `json:"lat_us"`      // floor, uncontended: each pair's time in µs
+	PerSession []int64 `json:"per_session"` // loop workloads: acquisitions per session
+	Violations int64   `json:"violations"`  // loop workloads: times too many held at once
+	DNF        bool    `json:"dnf"`         // the time limit passed
+	Error      string  `json:"error"`       // what failed, if anything
+}
+
+// library runs workloads with one lock library.
+type library interface {
+	// name is the library's name (libZklock, libCurator, libZK).
+	name() string
+	// supports reports whether the library runs workload w.
+	supports(w string) bool
+	// run runs sp against ep, announcing its phases to ph. It returns an
+	// error wrapping errDNF if ctx's deadline passed first, and closes
+	// every session it opened (bounded) before returning.
+	run(ctx context.Context, sp spec, ep endpoints, ph phaser) (raw, error)
+}
