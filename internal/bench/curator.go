@@ -100,7 +100,11 @@ func (c *curatorLib) run(ctx context.Context, sp spec, ep endpoints, ph phaser) 
 		return raw{}, err
 	}
 	r, err := c.converse(ctx, ch, ph, deadline.Add(killGrace))
-	if werr := ch.finish(exitTimeout); werr != nil && err == nil {
+	wait := exitTimeout
+	if errors.Is(ctx.Err(), context.Canceled) {
+		wait = time.Second // interrupted: no need to let it close its sessions
+	}
+	if werr := ch.finish(wait); werr != nil && err == nil {
 		err = werr
 	}
 	if err == nil && r.DNF {
@@ -116,12 +120,19 @@ func (c *curatorLib) run(ctx context.Context, sp spec, ep endpoints, ph phaser) 
 
 // converse reads the child's lines until its result, answering each phase
 // once ph returns; it gives up (and the caller kills the child) at
-// killAt, or when ph fails.
+// killAt, when ph fails, or at once when ctx is cancelled (not when its
+// deadline passes: the child then has until killAt to report its DNF).
 func (c *curatorLib) converse(ctx context.Context, ch *child, ph phaser, killAt time.Time) (raw, error) {
 	timer := time.NewTimer(time.Until(killAt))
 	defer timer.Stop()
+	cancelled := ctx.Done()
 	for {
 		select {
+		case <-cancelled:
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return raw{}, fmt.Errorf("curator: %w", ctx.Err())
+			}
+			cancelled = nil // the deadline: wait for the child's report
 		case line, ok := <-ch.lines:
 			if !ok {
 				return raw{}, fmt.Errorf("curator: harness exited without a result: %w", ch.exitErr())

@@ -137,8 +137,8 @@ func poolMemory(ctx context.Context, e *env, g *goLib, ms memSpec, prog *progres
 }
 
 // queueMemory queues w waiters, spread over a pool of sessions, behind a
-// gate session's hold, and measures the process before and after. The
-// waits end by cancellation, or (ms.Never) when closeAll closes the sessions.
+// gate session's hold, measures the process before and after, and then
+// lets the queue drain.
 func (g *goLib) queueMemory(ctx context.Context, e *env, lockPath string, ms memSpec, set *sessionSet) (*memDelta, error) {
 	w, sessions := ms.Waiters, ms.Sessions
 	ss, err := connectN(ctx, g.open, []string{e.server}, sessions+1, g.sessionTimeout, set)
@@ -165,10 +165,10 @@ func (g *goLib) queueMemory(ctx context.Context, e *env, lockPath string, ms mem
 			return nil, err
 		}
 		cr.spawn(func() error {
-			if l.acquire(waitCtx) == nil { // only if the gate went away
-				return l.release()
+			if err := l.acquire(waitCtx); err != nil {
+				return fmt.Errorf("waiter: %w", err)
 			}
-			return nil // the wait was ended on purpose
+			return l.release()
 		})
 	}
 	if err := e.waitChildren(ctx, lockPath, w+1); err != nil {
@@ -180,5 +180,16 @@ func (g *goLib) queueMemory(ctx context.Context, e *env, lockPath string, ms mem
 		return nil, err
 	}
 	after := takeMem()
+	// Drain the queue the ordinary way, each waiter taking and releasing
+	// the lock in turn. Closing sessions under a queue would make every
+	// waiter behind a closed one read the queue again at once, and
+	// go-zookeeper v1.0.4 can then hang in its connection teardown (a
+	// failed write leaves a request behind for flushRequests to block on).
+	if err := gate.release(); err != nil {
+		return nil, fmt.Errorf("gate release: %w", err)
+	}
+	if err := cr.wait(ctx); err != nil {
+		return nil, fmt.Errorf("draining the queue: %w", err)
+	}
 	return makeMem(before, after, w, sessions), nil
 }

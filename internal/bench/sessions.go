@@ -282,22 +282,27 @@ func (set *sessionSet) newCrew() *crew {
 	return c
 }
 
-// closeAll closes every session, a few at a time, then waits for every
-// crew; the whole within closeTimeout. Closing a session ends the waits
-// on it, so crews finish even after a DNF.
+// closeAll closes every session, a few at a time and the last opened
+// first (so that a gate, opened first, outlives the waiters queued behind
+// it), then waits for every crew; the whole within closeTimeout. Closing
+// a session ends the waits on it, so crews finish even after a DNF.
 func (set *sessionSet) closeAll() error {
 	set.mu.Lock()
 	sessions, crews := set.sessions, set.crews
 	set.sessions, set.crews = nil, nil
 	set.mu.Unlock()
 	deadline := time.Now().Add(closeTimeout)
+	queue := make(chan goSession, len(sessions))
+	for i := len(sessions) - 1; i >= 0; i-- {
+		queue <- sessions[i]
+	}
+	close(queue)
 	errs := make(chan error, len(sessions))
-	limit := make(chan struct{}, parallelConnects)
-	for _, s := range sessions {
-		limit <- struct{}{}
+	for range min(parallelConnects, len(sessions)) {
 		go func() {
-			defer func() { <-limit }()
-			errs <- s.close()
+			for s := range queue {
+				errs <- s.close()
+			}
 		}()
 	}
 	var all []error

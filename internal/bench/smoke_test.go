@@ -127,6 +127,33 @@ func TestSmokeCurator(t *testing.T) {
 		t.Error("the harness reported no versions")
 	}
 	testDNF(t, e, c, 4*time.Second) // time to start, connect and queue
+	testCancel(t, e, c)
+}
+
+// testCancel interrupts a long contended run once it is under way and
+// checks that it stops promptly.
+func testCancel(t *testing.T, e *env, lib library) {
+	t.Helper()
+	sp := spec{Workload: wContended, C: 2, Dur: time.Minute, Warmup: 1}
+	sp.Path, sp.WarmPath = e.paths("cancel", lib.name())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var cancelledAt time.Time
+	ph := func(_ context.Context, phase string) error {
+		if phase == phaseReady {
+			time.AfterFunc(500*time.Millisecond, func() { cancelledAt = time.Now(); cancel() })
+		}
+		return nil
+	}
+	_, err := lib.run(ctx, sp, endpoints{Servers: []string{e.server}, Gate: []string{e.server}}, ph)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("%s: error %v, want one wrapping context.Canceled", lib.name(), err)
+	} else if d := time.Since(cancelledAt); d > 10*time.Second {
+		t.Errorf("%s: run returned %v after it was cancelled", lib.name(), d)
+	}
+	if err := e.cleanup(sp.Path); err != nil {
+		t.Error(err)
+	}
 }
 
 func TestDNFIsBounded(t *testing.T) {
@@ -134,6 +161,7 @@ func TestDNFIsBounded(t *testing.T) {
 	e := smokeEnv(t)
 	for _, lib := range []library{newZklockLib(smokeSession), newZKLib(smokeSession)} {
 		testDNF(t, e, lib, 1500*time.Millisecond)
+		testCancel(t, e, lib)
 	}
 }
 
