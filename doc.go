@@ -35,7 +35,8 @@
 // # Nothing left behind
 //
 // A cancelled, timed-out or failed Acquire deletes its node before it
-// returns, or, if the connection is down, keeps deleting it in the
+// returns (a create still in flight is deleted as soon as its reply
+// arrives), or, if the connection is down, keeps deleting it in the
 // background until it succeeds, the node is gone (its session ended), or
 // the Client closes (which, for a Client made by Connect, ends the session
 // and so deletes the node). Lock parents are

@@ -299,7 +299,8 @@ func watchOwnAlongside(ctx context.Context, c *Client, n *lockNode, onRevoke fun
 }
 
 // watchOwn sets a data watch on n and returns it. The first time, it also
-// learns n's fencing token and owner, and closes n.known. It reports a
+// learns n's fencing token, and closes n.known. (n's session is the one
+// that created it, known from the create.) It reports a
 // pending revocation request.
 func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func(string)) (<-chan zk.Event, error) {
 	type got struct {
@@ -325,9 +326,6 @@ func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func(string)
 		}
 	} else {
 		n.czxid = g.stat.Czxid
-		if g.stat.EphemeralOwner != 0 {
-			n.session = g.stat.EphemeralOwner
-		}
 		close(n.known)
 	}
 	if onRevoke != nil && bytes.Equal(g.data, revokeMessage) {
