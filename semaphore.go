@@ -110,17 +110,14 @@ func (s *Semaphore) Participants(ctx context.Context) ([]string, error) {
 	if err := s.usable(ctx, "participants"); err != nil {
 		return nil, err
 	}
-	children, err := retry(s.c, ctx, func() ([]string, error) {
-		ch, _, err := s.c.zc.Children(s.leases)
-		return ch, err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return []string{}, nil
-	}
+	leases := lockInternals{c: s.c, basePath: s.leases, lockName: "lease-", driver: StandardDriver{}}
+	children, err := leases.sortedChildren(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("zklock: semaphore %s participants: %w", s.path, err)
 	}
-	sortChildren(children, "lease-", StandardDriver{})
+	if children == nil {
+		children = []string{}
+	}
 	return children, nil
 }
 
