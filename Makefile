@@ -9,9 +9,9 @@ PKG     := github.com/zklock/zklock
 COVER   := coverage.out
 MINCOV  ?= 85
 
-.PHONY: test deps vet unit integration example demo cover fuzz bench clean
+.PHONY: test deps vet unit chaos-short integration example demo cover fuzz fuzz-short bench chaos clean
 
-test: deps vet unit integration example
+test: deps vet unit fuzz-short chaos-short integration example
 
 deps:
 	@./internal/tools/ensure-deps.sh
@@ -20,11 +20,12 @@ vet:
 	$(GO) vet ./...
 	cd integration_test && $(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	$(GO) run ./internal/tools/doccheck .
 
 # Root module: unit tests and integration tests against a real ZooKeeper,
 # with the race detector, goroutine-leak checks and root-package coverage.
 unit:
-	$(GO) test $(RACE) -count=1 -timeout 15m -covermode=atomic -coverpkg=$(PKG) -coverprofile=$(COVER) ./...
+	$(GO) test $(RACE) -count=1 -timeout 15m -skip TestChaosShort -covermode=atomic -coverpkg=$(PKG) -coverprofile=$(COVER) ./...
 	@$(GO) tool cover -func=$(COVER) | tail -1
 	@$(GO) tool cover -func=$(COVER) | awk '/^total:/ { sub("%","",$$3); if ($$3+0 < $(MINCOV)) { print "coverage " $$3 "% is below $(MINCOV)%"; exit 1 } }'
 
@@ -33,9 +34,12 @@ unit:
 integration:
 	cd integration_test && $(GO) test $(RACE) -count=1 -timeout 30m ./...
 
-# The README's example: two sessions taking turns.
-example:
-	$(GO) run ./examples/mutex
+# Every example under examples/ runs, as a command, and checks its own
+# property (its exit status). Their tests (examples/*/main_test.go) and the
+# root package's Example functions also run in `make unit`, under ./...
+EXAMPLES := mutex rwlock semaphore multilock revoke fencing metrics
+example: deps
+	@set -e; for e in $(EXAMPLES); do echo "== go run ./examples/$$e"; $(GO) run ./examples/$$e; done
 
 # The README's first command: the flash-sale oversell scenario, without a
 # lock and with zklock's Mutex and Semaphore. Starts its own ZooKeeper
@@ -53,9 +57,47 @@ demo: deps
 bench: deps
 	$(GO) run ./internal/bench $(if $(filter 1 yes true,$(TMPFS)),-tmpfs) $(if $(filter 1 yes true,$(QUICK)),-quick) $(BENCHFLAGS)
 
+# The chaos suite (internal/chaos, see its package doc): 16 sessions, each
+# behind its own fault proxy, contend on a Mutex, a ReadWriteLock and a
+# Semaphore of a 3-node ensemble while servers are killed and partitioned
+# and sessions paused and cut; a checker then looks for two holders at
+# once, tokens going back, stale writes accepted, orphan nodes and leaked
+# goroutines. Then 2000 waiters queue over 50 sessions and the leader is
+# killed. Partitions need root (network namespaces).
+#   make chaos                        ten minutes, a seed from the clock
+#   make chaos SEED=42 DURATION=30m   replays a schedule
+SEED     ?= 0
+DURATION ?= 10m
+chaos: deps
+	$(GO) run ./internal/chaos -seed $(SEED) -duration $(DURATION) $(CHAOSFLAGS)
+
+# The chaos suite's short mode, in make test: a minute of contention under
+# every kind of fault, and 300 waiters in the load phase. CHAOS_SEED=N
+# replays a schedule. Not under the race detector: go-zookeeper v1.0.4
+# races on its own lastZxid when it reconnects with watches set (its
+# recvLoop against sendSetWatches; go-zookeeper/zk#35, unfixed), which
+# the chaos suite's reconnects hit within a minute. zklock's own code runs
+# under -race in `make unit`, faults included.
+chaos-short: deps
+	$(GO) test -count=1 -timeout 15m -v -run TestChaosShort ./internal/chaos
+
+# Fuzz targets: pure functions, no server. go runs one fuzz target per
+# invocation. Their seed corpora (testdata/fuzz/<name>/) also run in every
+# plain `go test`. `make fuzz` runs each for FUZZTIME (default 30s);
+# `make fuzz-short`, part of `make test`, for 100000 inputs each.
+FUZZ_TARGETS := FuzzCompareUTF16 FuzzGetsTheLock FuzzSortChildren FuzzValidatePath FuzzProtectedName
+FUZZTIME     ?= 30s
+
 fuzz:
-	$(GO) test -run XXX -fuzz FuzzCompareUTF16 -fuzztime 30s .
-	$(GO) test -run XXX -fuzz FuzzGetsTheLock -fuzztime 30s .
+	@for f in $(FUZZ_TARGETS); do \
+		echo "$(GO) test -run XXX -fuzz '^$$f$$' -fuzztime $(FUZZTIME) ."; \
+		$(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) . || exit 1; \
+	done
+
+# By count, not time: on a loaded machine a time-bounded run can end with
+# "context deadline exceeded" from go's fuzz coordinator, not a finding.
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=100000x
 
 clean:
 	rm -f $(COVER) integration_test/coverage.out

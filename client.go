@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -31,7 +32,8 @@ type Client struct {
 	queue    *eventQueue     // session events from the zk callback (Connect only)
 	closing  chan struct{}   // closed by Close, or when a wrapped conn is closed
 	watches  watchSet
-	obs      *observer // nil without WithObserver
+	deletes  recentDeletes // checked again after a reconnect
+	obs      *observer     // nil without WithObserver
 
 	closeOnce   sync.Once
 	closingOnce sync.Once // closes closing
@@ -45,6 +47,7 @@ type Client struct {
 	session    int64                  // current session id, 0 before the first
 	negotiated time.Duration          // session timeout the server granted, 0 if unknown
 	suspends   uint64                 // number of suspensions so far
+	suspended  time.Time              // when the last suspension began
 	losses     uint64                 // number of session losses so far
 	changed    chan struct{}          // closed and replaced at every transition
 	listeners  map[*listener]struct{} // active Listen callbacks
@@ -52,7 +55,8 @@ type Client struct {
 
 // Connect opens a ZooKeeper connection to servers and waits, up to the
 // connect timeout, for a session. On failure it returns an error and leaves
-// no connection open.
+// no connection open; when no session came within the connect timeout, the
+// error wraps zk.ErrNoServer and context.DeadlineExceeded.
 func Connect(servers []string, opts ...Option) (*Client, error) {
 	o := buildOptions(opts)
 	if o.err != nil {
@@ -89,7 +93,8 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 		case <-ch:
 		case <-t.C:
 			c.Close()
-			return nil, fmt.Errorf("zklock: connect %v: no session within %v: %w", servers, o.connectTimeout, zk.ErrNoServer)
+			// The connect timeout is a deadline: say so to errors.Is.
+			return nil, fmt.Errorf("zklock: connect %v: no session within %v: %w (%w)", servers, o.connectTimeout, zk.ErrNoServer, context.DeadlineExceeded)
 		}
 	}
 	for _, a := range o.auth {
@@ -240,9 +245,9 @@ func (c *Client) recipeData(what, p string, data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("zklock: %s %s: %w", what, quotePath(p), errZeroClient)
 	}
 	if c.initErr != nil {
-		return nil, c.initErr
+		return nil, fmt.Errorf("zklock: %s %s: %w", what, quotePath(p), c.initErr)
 	}
-	if err := validatePath(p); err != nil {
+	if err := validateLockPath(p); err != nil {
 		return nil, err
 	}
 	if data == nil {

@@ -4,6 +4,18 @@
 // The znode layout is Curator's, so a Go process and a Java Curator process
 // exclude each other on the same path.
 //
+// # Recipes
+//
+//	zklock                          Curator
+//	Mutex                           InterProcessMutex
+//	ReadWriteLock                   InterProcessReadWriteLock
+//	Semaphore, Lease                InterProcessSemaphoreV2, Lease
+//	SemaphoreMutex                  InterProcessSemaphoreMutex
+//	MultiLock, NewMultiLockPaths    InterProcessMultiLock
+//	Mutex.MakeRevocable, Revoke     Revocable.makeRevocable, Revoker.attemptRevoke
+//	Driver, StandardDriver          LockInternalsDriver, StandardLockInternalsDriver
+//	Client.Listen, ErrorPolicy      ConnectionStateListener, ConnectionStateErrorPolicy
+//
 // # Ownership by context
 //
 // Go has no thread identity, so a hold belongs to a context.Context:
@@ -13,24 +25,56 @@
 // when the hold ends, with cause [ErrReleased] after the last Release or
 // [ErrLockLost] when the hold is lost. Any context that carries no hold is
 // a new participant and queues behind the current holders, first come,
-// first served.
+// first served. The returned context keeps the values of the context given
+// to Acquire, not its deadline: a timeout bounds the wait, not the hold.
+// [Semaphore] leases are values instead ([Lease]), which any goroutine may
+// release; a [SemaphoreMutex] may be released with any context.
 //
-// # When a hold is lost
+// # Error policies: when a hold is lost
 //
 // ZooKeeper cannot promise that a holder still holds: a session can expire
 // behind a partition. The [Client] tracks the session (Connected,
-// Suspended, Reconnected, Lost, Closed), and its [ErrorPolicy] decides when
+// Suspended, Reconnected, Lost, Closed; [Client.Listen] reports every
+// change), and its [ErrorPolicy], set with [WithErrorPolicy], decides when
 // a hold ends:
 //
-//   - [StandardPolicy] (default): as soon as the connection is suspended.
+//   - [StandardPolicy] (default): as soon as the connection is suspended,
+//     because from then on the holder cannot know that it still holds.
 //   - [SessionPolicy]: when the session is lost, that is, reported expired,
-//     or suspended for longer than the session timeout.
+//     or suspended for longer than the session timeout. It rides out short
+//     disconnects; guard writes with fencing under it.
 //
 // Under both, a hold also ends when its node is deleted by someone else or
 // the Client is closed. The library then deletes the node, if it still
-// exists, so it never blocks the queue. To make writes safe even in the
-// window before a loss is noticed, use the fencing token ([Mutex.Token], the
-// node's creation zxid) or a guarded transaction ([Mutex.CheckOp]).
+// exists, so it never blocks the queue.
+//
+// # Signals of a lost hold
+//
+// A lost hold is reported in every way a caller may be looking:
+//
+//   - the hold's context is cancelled, and context.Cause returns an error
+//     wrapping [ErrLockLost] (for a [Lease], [Lease.Done] is closed);
+//   - Release, [Mutex.Token] and [Mutex.CheckOp] with the hold's context
+//     return an error wrapping ErrLockLost, and Release clears the hold;
+//   - the observer set with [WithObserver] receives an [EventLost], and
+//     the logger set with [WithLogger] a Warn record "zklock: hold lost"
+//     with the path, node and cause.
+//
+// # Fencing
+//
+// Between the real loss of a hold and its notice, another process may
+// already hold the lock. Make writes safe in that window in one of two
+// ways. [Mutex.Token] (and [Lease.Token]) returns a fencing token, the
+// creation zxid of the hold's node, which strictly increases from one
+// holder of a path to the next, across sessions and across the lock's
+// parent being reaped and created again: pass it to storage that refuses
+// tokens older than the newest it has seen. [Mutex.CheckOp] (and
+// [Lease.CheckOp]) returns a check on the hold's node, to put first in a
+// ZooKeeper transaction, which then commits only while the hold exists:
+//
+//	check, err := m.CheckOp(held)
+//	_, err = client.Conn().Multi(check, &zk.SetDataRequest{Path: "/data", Data: v, Version: -1})
+//	// fails with zk.ErrNoNode once the hold's node is gone
 //
 // # Nothing left behind
 //
@@ -41,6 +85,60 @@
 // the Client closes (which, for a Client made by Connect, ends the session
 // and so deletes the node). Lock parents are
 // CONTAINER nodes that ZooKeeper removes once they are empty.
+//
+// # Logging and metrics
+//
+// The Client logs through the [log/slog] logger set with [WithLogger]
+// (by default nothing). Each Acquire logs "zklock: acquire started" (path)
+// and "zklock: acquired" (path, node, wait, position), each last Release
+// "zklock: released" (path, node, held), and each revocation request
+// "zklock: revocation requested", all at Debug level, so a logger at Info
+// or above costs acquire and release nothing. A lost hold is logged at
+// Warn, and connection state changes at Info. [WithObserver] receives the
+// same events as values, for metrics and tracing.
+//
+// # Interoperability with Curator: the znode layout
+//
+// zklock creates the nodes Curator 5.x creates, with the same names, modes
+// and order, so a Go participant and a Java participant of the same recipe
+// on the same path exclude each other (different recipes do not: a
+// SemaphoreMutex and an InterProcessMutex on one path use different
+// layouts). For a recipe at path P (under /ns with [WithNamespace]):
+//
+//	recipe                      node                                              mode
+//	Mutex                       P/_c_<uuid>-lock-<seq10>                          EPHEMERAL_SEQUENTIAL
+//	ReadWriteLock, write side   P/_c_<uuid>-__WRIT__<seq10>                       EPHEMERAL_SEQUENTIAL
+//	ReadWriteLock, read side    P/_c_<uuid>-__READ__<seq10>                       EPHEMERAL_SEQUENTIAL
+//	read while holding write    P/_c_<uuid>-__READ__<seq10 of the own write node> EPHEMERAL
+//	Semaphore, internal lock    P/locks/_c_<uuid>-lock-<seq10>                    EPHEMERAL_SEQUENTIAL
+//	Semaphore, lease            P/leases/_c_<uuid>-lease-<seq10>                  EPHEMERAL_SEQUENTIAL
+//	SemaphoreMutex              a Semaphore of one lease at P: P/locks/…, P/leases/…
+//	MultiLock                   the nodes of its member locks
+//	parents (P, P/locks, …, /ns) created when missing, empty data                 CONTAINER
+//
+// In these names:
+//
+//   - _c_<uuid>- is Curator's protection prefix: "_c_", a random version-4
+//     UUID in its 36-character lower-case form, and "-". A create whose
+//     outcome is unknown finds its node again by this prefix.
+//   - <seq10> is ZooKeeper's sequence suffix, 10 zero-padded digits, shared
+//     by all children of the parent. Nodes are ordered by the text after the
+//     last occurrence of the lock name ("lock-", "lease-"; for a
+//     ReadWriteLock after the last "__READ__", then after the last
+//     "__WRIT__"), compared as Java compares strings. Every child of a lock
+//     path takes part in the order: keep lock paths free of other nodes.
+//   - The read node of a downgrade is created in one transaction with a
+//     check that the write node still exists; it sorts at the write node's
+//     place, so writers queued behind stay behind (Curator 5.5 and later).
+//
+// Node data: lock and lease nodes hold the data given with [WithLockData],
+// or else the Client's [WithNodeData] (by default the host's IP address,
+// as Curator's defaultData); the Semaphore's internal lock nodes always
+// hold the Client's. Unlike Curator, a revocable Mutex keeps its node data
+// (Curator writes none). Revocation ([Revoke], Curator's Revoker) sets the
+// data of the holder's node to the 10 ASCII bytes "__REVOKE__", whatever
+// its version; holders that called [Mutex.MakeRevocable] watch their node
+// for it.
 //
 // # Errors
 //

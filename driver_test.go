@@ -78,13 +78,17 @@ func TestStandardDriver_ForeignChildren(t *testing.T) {
 	assert.Equal(t, zklock.PredicateResult{Watch: "0"}, got)
 }
 
-// The driver never panics on any listing, and its verdict agrees with the
-// position of the node in the sorted listing.
+// The driver never panics on any listing, and follows Curator's rule on
+// the sorted listing: a node holds while fewer than maxLeases children sort
+// before it, and otherwise watches the child maxLeases places ahead. A
+// maxLeases below 1 is ErrInvalidArgument, a node not listed zk.ErrNoNode.
 func FuzzGetsTheLock(f *testing.F) {
-	f.Add("locks/leases/"+uuidA+"lock-0000000001/0", 2, uint8(1))
-	f.Add(uuidA+"lock-0000000001/"+uuidB+"lock-0000000000", 0, uint8(1))
-	f.Add("//", 1, uint8(0))
-	f.Fuzz(func(t *testing.T, joined string, pick int, maxLeases uint8) {
+	f.Add("locks/leases/"+uuidA+"lock-0000000001/0", 2, 1, false)
+	f.Add(uuidA+"lock-0000000001/"+uuidB+"lock-0000000000", 0, 1, false)
+	f.Add("//", 1, 0, false)
+	f.Add("lock-0000000003/lock--2147483648/lock-2147483647", 2, -1, false)
+	f.Add("lock-0000000001", 0, 1, true)
+	f.Fuzz(func(t *testing.T, joined string, pick, maxLeases int, missing bool) {
 		children := strings.Split(joined, "/")
 		d := zklock.StandardDriver{}
 		zklock.SortChildren(children, "lock-", d)
@@ -93,22 +97,29 @@ func FuzzGetsTheLock(f *testing.F) {
 				t.Fatalf("not sorted: %q", children)
 			}
 		}
-		if pick < 0 {
-			pick = -pick
+		node := children[int(uint(pick)%uint(len(children)))]
+		if missing {
+			node = "\x00not-listed"
 		}
-		node := children[pick%len(children)]
-		res, err := d.GetsTheLock(children, node, int(maxLeases))
+		res, err := d.GetsTheLock(children, node, maxLeases)
+		i := slices.Index(children, node)
 		switch {
-		case maxLeases == 0:
+		case maxLeases < 1:
 			if !errors.Is(err, zklock.ErrInvalidArgument) {
-				t.Fatalf("maxLeases 0: err = %v", err)
+				t.Fatalf("maxLeases %d: err = %v", maxLeases, err)
+			}
+		case i < 0:
+			if !errors.Is(err, zk.ErrNoNode) {
+				t.Fatalf("node %q not listed: err = %v", node, err)
 			}
 		case err != nil:
 			t.Fatalf("GetsTheLock: %v", err)
-		case res.Acquired != (slices.Index(children, node) < int(maxLeases)):
-			t.Fatalf("node %q at %d, maxLeases %d: %+v", node, slices.Index(children, node), maxLeases, res)
-		case !res.Acquired && !slices.Contains(children, res.Watch):
-			t.Fatalf("watch %q is not a child", res.Watch)
+		case res.Acquired != (i < maxLeases):
+			t.Fatalf("node %q at %d, maxLeases %d: %+v", node, i, maxLeases, res)
+		case res.Acquired && res.Watch != "":
+			t.Fatalf("acquired, yet watches %q", res.Watch)
+		case !res.Acquired && res.Watch != children[i-maxLeases]:
+			t.Fatalf("node %q at %d, maxLeases %d: watches %q, want %q", node, i, maxLeases, res.Watch, children[i-maxLeases])
 		}
 	})
 }

@@ -2,12 +2,29 @@ package zklock
 
 // Test hooks: unexported helpers exposed to the black-box tests.
 var (
-	SortChildren   = sortChildren
-	CompareUTF16   = compareUTF16
-	IsProtected    = isProtected
-	ValidatePath   = validatePath
-	NewUUIDForTest = newUUID
+	SortChildren     = sortChildren
+	CompareUTF16     = compareUTF16
+	IsProtected      = isProtected
+	ParseProtected   = parseProtected
+	ValidatePath     = validatePath
+	ValidateLockPath = validateLockPath
+	SortUpTo         = sortUpTo
+	NewUUIDForTest   = newUUID
+	Retryable        = retryable
 )
+
+// NamespacePaths applies WithNamespace(ns) and returns the namespace
+// root ("" for none), p's full ZooKeeper path, and that path mapped back
+// out of the namespace, as a Client does.
+func NamespacePaths(ns, p string) (root, full, rel string, err error) {
+	o := buildOptions([]Option{WithNamespace(ns)})
+	if o.err != nil {
+		return "", "", "", o.err
+	}
+	c := &Client{opts: o}
+	full = c.fullPath(p)
+	return o.namespace, full, c.relPath(full), nil
+}
 
 // ZKConn is the engine's view of a connection: the seam that lets tests
 // inject failures around a real *zk.Conn.

@@ -2,11 +2,15 @@ package zklock_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
+	"net"
+	"os"
 	"regexp"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,6 +45,9 @@ func setup(t *testing.T) *env {
 }
 
 // setupOn gives the test the given cluster.
+// testDigestUser is the user:password of the tests that use digest ACLs.
+const testDigestUser = "owner:pw"
+
 func setupOn(t *testing.T, cluster zktest.Cluster) *env {
 	t.Helper()
 	e := &env{
@@ -49,6 +56,10 @@ func setupOn(t *testing.T, cluster zktest.Cluster) *env {
 		root:    "/zklock-test/" + unsafeChars.ReplaceAllString(t.Name(), "_"),
 	}
 	e.admin = zktest.ConnectT(t, e.servers)
+	// The tests' digest user: the admin can clean up what an earlier run
+	// left under a digest ACL (containers outlive their last child for a
+	// while).
+	require.NoError(t, e.admin.AddAuth("digest", []byte(testDigestUser)))
 	require.NoError(t, zktest.DeleteTree(e.admin, e.root))
 	t.Cleanup(func() {
 		zktest.WaitNoEphemerals(t, e.admin, e.root, 10*time.Second)
@@ -66,7 +77,14 @@ func setupOn(t *testing.T, cluster zktest.Cluster) *env {
 // client connects a Client with a 10s session unless opts say otherwise.
 func (e *env) client(opts ...zklock.Option) *zklock.Client {
 	e.t.Helper()
-	c, err := zklock.Connect(e.servers, append([]zklock.Option{zklock.WithSessionTimeout(10 * time.Second)}, opts...)...)
+	return e.clientTo(e.servers, opts...)
+}
+
+// clientTo is client connecting to other addresses of the test's servers,
+// such as their TLS ports.
+func (e *env) clientTo(servers []string, opts ...zklock.Option) *zklock.Client {
+	e.t.Helper()
+	c, err := zklock.Connect(servers, append([]zklock.Option{zklock.WithSessionTimeout(10 * time.Second)}, opts...)...)
 	require.NoError(e.t, err)
 	e.mu.Lock()
 	e.clients = append(e.clients, c)
@@ -110,6 +128,7 @@ func (e *env) create(p string) {
 type acquired struct {
 	ctx context.Context
 	err error
+	at  time.Time // when Acquire returned
 }
 
 // acquireAsync runs m.Acquire(ctx) on a goroutine; the test reads the
@@ -118,7 +137,7 @@ func acquireAsync(ctx context.Context, m *zklock.Mutex) <-chan acquired {
 	ch := make(chan acquired, 1)
 	go func() {
 		c, err := m.Acquire(ctx)
-		ch <- acquired{c, err}
+		ch <- acquired{c, err, time.Now()}
 	}()
 	return ch
 }
@@ -181,7 +200,9 @@ type faultConn struct {
 	mu          sync.Mutex
 	create      func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) // guarded by mu; nil passes through
 	deleteFails int                                                                                        // guarded by mu; deletes still to fail
+	deleteLies  int                                                                                        // guarded by mu; deletes still to report done without doing them
 	listFails   int                                                                                        // guarded by mu; children listings still to fail
+	listFailErr error                                                                                      // guarded by mu; what they fail with (nil: zk.ErrConnectionClosed)
 	creates     atomic.Int32
 
 	beforeCreate func(p string) // guarded by mu; nil does nothing
@@ -203,26 +224,31 @@ func (f *faultConn) Create(p string, data []byte, flags int32, acl []zk.ACL) (st
 
 func (f *faultConn) Delete(p string, version int32) error {
 	f.mu.Lock()
-	fail := f.deleteFails > 0
+	fail, lie := f.deleteFails > 0, f.deleteLies > 0
 	if fail {
 		f.deleteFails--
+	} else if lie {
+		f.deleteLies--
 	}
 	f.mu.Unlock()
-	if fail {
+	switch {
+	case fail:
 		return zk.ErrConnectionClosed
+	case lie:
+		return nil
 	}
 	return f.ZKConn.Delete(p, version)
 }
 
 func (f *faultConn) Children(p string) ([]string, *zk.Stat, error) {
 	f.mu.Lock()
-	fail := f.listFails > 0
+	fail, failErr := f.listFails > 0, cmp.Or(f.listFailErr, zk.ErrConnectionClosed)
 	if fail {
 		f.listFails--
 	}
 	f.mu.Unlock()
 	if fail {
-		return nil, nil, zk.ErrConnectionClosed
+		return nil, nil, failErr
 	}
 	return f.ZKConn.Children(p)
 }
@@ -267,15 +293,19 @@ func (e *env) faultClient(opts ...zklock.Option) (*zklock.Client, *faultConn) {
 
 // lostResponse creates the node for real, then reports a connection loss,
 // once; later creates pass through.
-func lostResponse(f *faultConn) func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+func lostResponse(f *faultConn, lost error) func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	return func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 		f.setCreate(nil)
 		if _, err := real.Create(p, data, flags, acl); err != nil {
 			return "", err
 		}
-		return "", zk.ErrConnectionClosed
+		return "", lost
 	}
 }
+
+// brokenPipe is what go-zookeeper hands a request whose write fails: the
+// socket's own error, not zk.ErrConnectionClosed.
+var brokenPipe = &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}
 
 type syncWriter struct {
 	mu *sync.Mutex

@@ -260,10 +260,7 @@ func (h *hold) lose(err error) {
 	h.lost = fmt.Errorf("zklock: %s: %w", h.name, err)
 	h.endLocked(h.lost)
 	h.mu.Unlock()
-	if h.c != nil {
-		h.c.log.Warn("zklock: hold lost", "hold", h.name, "err", err)
-	}
-	h.emit(Event{Kind: EventLost, Err: h.lost})
+	h.emit(Event{Kind: EventLost, Err: h.lost}) // logged there, at Warn
 	h.freed()
 }
 

@@ -16,7 +16,7 @@ import (
 
 // The holder's traffic is paused for longer than its session timeout, so
 // the server expires the session. The holder's context is cancelled with
-// ErrLockLost, and the waiter gets the lock.
+// ErrLockLost before the waiter gets the lock, under either policy.
 func TestIntegration_MutexHolderSessionExpires(t *testing.T) {
 	t.Parallel()
 	for _, policy := range []zklock.ErrorPolicy{zklock.StandardPolicy, zklock.SessionPolicy} {
@@ -36,6 +36,8 @@ func TestIntegration_MutexHolderSessionExpires(t *testing.T) {
 
 			h, err := holder.Acquire(bg)
 			require.NoError(t, err)
+			lost := make(chan time.Time, 1)
+			context.AfterFunc(h, func() { lost <- time.Now() })
 			got := acquireAsync(bg, waiter)
 			waitParticipants(t, waiter, 2)
 
@@ -49,6 +51,9 @@ func TestIntegration_MutexHolderSessionExpires(t *testing.T) {
 			}
 			a := await(t, got, 20*time.Second)
 			require.NoError(t, a.err, "the waiter acquires once the holder's session expired")
+			lostAt := <-lost
+			assert.True(t, lostAt.Before(a.at), "the holder learnt of the loss (%v) before the waiter acquired (%v)",
+				lostAt.Format("15:04:05.000"), a.at.Format("15:04:05.000"))
 			faults.Resume()
 
 			// The holder's client comes back with a new session.
@@ -81,8 +86,11 @@ func TestIntegration_MutexShortSuspension(t *testing.T) {
 		t.Run(policy.String(), func(t *testing.T) {
 			e := setup(t)
 			faults := zktest.NewFaultsT(t, e.servers)
+			// SessionPolicy trusts a suspended session for about a quarter
+			// of its timeout, and go-zookeeper waits a second before it
+			// dials the only server again.
 			c := e.client(
-				zklock.WithSessionTimeout(4*time.Second),
+				zklock.WithSessionTimeout(12*time.Second),
 				zklock.WithErrorPolicy(policy),
 				zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
 			)
@@ -112,7 +120,7 @@ func TestIntegration_EnsembleHolderServerStops(t *testing.T) {
 	t.Parallel()
 	cluster := zktest.StartT(t, zktest.Config{Size: 3})
 	e := setupOn(t, cluster)
-	hc := e.client(zklock.WithErrorPolicy(zklock.SessionPolicy), zklock.WithSessionTimeout(8*time.Second))
+	hc := e.client(zklock.WithErrorPolicy(zklock.SessionPolicy), zklock.WithSessionTimeout(12*time.Second))
 	holder := e.mutex(hc, "/ensemble")
 	waiter := e.mutex(e.client(), "/ensemble")
 	h, err := holder.Acquire(context.Background())

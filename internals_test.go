@@ -131,7 +131,9 @@ func TestIntegration_MutexServerRestartWhileWaiting(t *testing.T) {
 	t.Parallel()
 	cluster := zktest.StartT(t, zktest.Config{})
 	e := setupOn(t, cluster)
-	hc := e.client(zklock.WithErrorPolicy(zklock.SessionPolicy))
+	// SessionPolicy trusts a suspended session for about a quarter of its
+	// timeout: long enough here for the server to restart under load.
+	hc := e.client(zklock.WithErrorPolicy(zklock.SessionPolicy), zklock.WithSessionTimeout(40*time.Second))
 	wc := e.client()
 	holder := e.mutex(hc, "/restart")
 	waiter := e.mutex(wc, "/restart")

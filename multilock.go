@@ -40,7 +40,9 @@ type MultiLock struct {
 }
 
 // NewMultiLock returns a MultiLock over locks, taken in the given order. A
-// nil member makes every Acquire fail with ErrInvalidArgument.
+// nil member, or two members of this package that lock the same thing (the
+// same Mutex twice, or two on one path and Client, which would wait for
+// each other for ever), make every Acquire fail with ErrInvalidArgument.
 func NewMultiLock(locks ...Locker) *MultiLock {
 	return &MultiLock{locks: slices.Clone(locks)}
 }
@@ -118,7 +120,8 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 }
 
 // usable returns an error wrapping ErrInvalidArgument for a nil ctx, a
-// MultiLock with no members, or one with a nil member.
+// MultiLock with no members, one with a nil member, or one with two
+// members that lock the same thing.
 func (ml *MultiLock) usable(ctx context.Context) error {
 	switch {
 	case ctx == nil:
@@ -126,12 +129,45 @@ func (ml *MultiLock) usable(ctx context.Context) error {
 	case ml == nil || len(ml.locks) == 0:
 		return fmt.Errorf("zklock: multi-lock: no members: %w", ErrInvalidArgument)
 	}
+	seen := make(map[any]int, len(ml.locks))
 	for i, l := range ml.locks {
 		if l == nil {
 			return fmt.Errorf("zklock: multi-lock: lock %d of %d is nil: %w", i+1, len(ml.locks), ErrInvalidArgument)
 		}
+		key, name := memberKey(l)
+		if key == nil {
+			continue
+		}
+		if j, dup := seen[key]; dup {
+			return fmt.Errorf("zklock: multi-lock: locks %d and %d of %d both lock %s: %w", j+1, i+1, len(ml.locks), name, ErrInvalidArgument)
+		}
+		seen[key] = i
 	}
 	return nil
+}
+
+// memberKey identifies what a member of this package locks, and names it;
+// nil for another kind of Locker, or one not made by a constructor.
+func memberKey(l Locker) (any, string) {
+	type lockKey struct {
+		c              *Client
+		path, lockName string
+	}
+	switch m := l.(type) {
+	case *Mutex:
+		if m != nil && m.c != nil {
+			return lockKey{m.c, m.li.basePath, m.li.lockName}, m.path
+		}
+	case *SemaphoreMutex:
+		if m != nil && m.s != nil {
+			return lockKey{m.s.c, m.s.leases, ""}, m.s.path
+		}
+	case *MultiLock:
+		if m != nil {
+			return m, "a multi-lock"
+		}
+	}
+	return nil, ""
 }
 
 // Release gives up one hold carried by ctx. The last Release cancels the

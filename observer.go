@@ -1,7 +1,9 @@
 package zklock
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 )
@@ -103,8 +105,11 @@ func (c *Client) startObserver() {
 	})
 }
 
-// emit queues ev for the Observer, if there is one, without ever waiting.
+// emit logs ev and queues it for the Observer, if there is one, without
+// ever waiting. Every lock event passes here, so this is the one place that
+// logs them.
 func (c *Client) emit(ev Event) {
+	c.logEvent(ev)
 	if c.obs == nil {
 		return
 	}
@@ -113,5 +118,35 @@ func (c *Client) emit(ev Event) {
 	case c.obs.events <- ev:
 	default:
 		c.obs.dropped.Add(int64(ev.Dropped) + 1)
+	}
+}
+
+// logEvent logs ev through the Client's logger: a hold's life (acquire
+// started, acquired, released, revocation requested) at Debug level, a
+// loss at Warn. A delete retried is logged where it happens. Nothing is
+// formatted unless the logger wants the level.
+func (c *Client) logEvent(ev Event) {
+	level := slog.LevelDebug
+	if ev.Kind == EventLost {
+		level = slog.LevelWarn
+	}
+	ctx := context.Background()
+	if c.log == nil || !c.log.Enabled(ctx, level) {
+		return
+	}
+	path, node := slog.String("path", ev.Path), slog.String("node", ev.Node)
+	switch ev.Kind {
+	case EventAcquireStarted:
+		c.log.LogAttrs(ctx, level, "zklock: acquire started", path)
+	case EventAcquired:
+		c.log.LogAttrs(ctx, level, "zklock: acquired", path, node,
+			slog.Duration("wait", ev.Wait), slog.Int("position", ev.Position))
+	case EventReleased:
+		c.log.LogAttrs(ctx, level, "zklock: released", path, node, slog.Duration("held", ev.Held))
+	case EventLost:
+		c.log.LogAttrs(ctx, level, "zklock: hold lost", path, node,
+			slog.Duration("held", ev.Held), slog.Any("err", ev.Err))
+	case EventRevocationRequested:
+		c.log.LogAttrs(ctx, level, "zklock: revocation requested", path, node)
 	}
 }

@@ -2,6 +2,9 @@ package zklock_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,4 +130,135 @@ func TestObserverOptionAndKinds(t *testing.T) {
 	assert.Equal(t, "Acquired", zklock.EventAcquired.String())
 	assert.Equal(t, "DeleteRetried", zklock.EventDeleteRetried.String())
 	assert.Equal(t, "EventKind(99)", zklock.EventKind(99).String())
+}
+
+// logRecorder is a slog.Handler that keeps the records of level min and
+// above.
+type logRecorder struct {
+	min    slog.Level
+	mu     sync.Mutex
+	recs   []slog.Record // guarded by mu
+	notify chan struct{} // signalled after each record
+}
+
+func newLogRecorder(min slog.Level) *logRecorder {
+	return &logRecorder{min: min, notify: make(chan struct{}, 1)}
+}
+
+func (r *logRecorder) Enabled(_ context.Context, l slog.Level) bool { return l >= r.min }
+func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler           { return r }
+func (r *logRecorder) WithGroup(string) slog.Handler                { return r }
+
+func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	r.recs = append(r.recs, rec.Clone())
+	r.mu.Unlock()
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// find returns the attributes of the first record with msg, by key, and
+// its level; ok is false if there is none.
+func (r *logRecorder) find(msg string) (attrs map[string]string, level slog.Level, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rec := range r.recs {
+		if rec.Message == msg {
+			attrs = map[string]string{}
+			rec.Attrs(func(a slog.Attr) bool {
+				attrs[a.Key] = a.Value.String()
+				return true
+			})
+			return attrs, rec.Level, true
+		}
+	}
+	return nil, 0, false
+}
+
+// await waits up to d for a record with msg.
+func (r *logRecorder) await(t *testing.T, msg string, d time.Duration) (map[string]string, slog.Level) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		if attrs, level, ok := r.find(msg); ok {
+			return attrs, level
+		}
+		select {
+		case <-r.notify:
+		case <-deadline:
+			t.Fatalf("no %q log record within %v", msg, d)
+		}
+	}
+}
+
+// messages returns the message of every record kept.
+func (r *logRecorder) messages() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, rec := range r.recs {
+		out = append(out, rec.Message)
+	}
+	return out
+}
+
+// A Debug handler sees a hold's life: acquire started, acquired, released,
+// with the path, node, wait, position and hold time; a loss is logged at
+// Warn with its cause.
+func TestIntegration_SlogDebugLinesOfAHold(t *testing.T) {
+	e := setup(t)
+	rec := newLogRecorder(slog.LevelDebug)
+	c := e.client(zklock.WithLogger(slog.New(rec)))
+	m := e.mutex(c, "/lock")
+	held, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	node := m.LockPath(held)
+	require.NoError(t, m.Release(held))
+
+	started, level := rec.await(t, "zklock: acquire started", 5*time.Second)
+	assert.Equal(t, slog.LevelDebug, level)
+	assert.Equal(t, e.root+"/lock", started["path"])
+	acquired, level := rec.await(t, "zklock: acquired", 5*time.Second)
+	assert.Equal(t, slog.LevelDebug, level)
+	assert.Equal(t, map[string]string{"path": e.root + "/lock", "node": node, "wait": acquired["wait"], "position": "0"}, acquired)
+	_, err = time.ParseDuration(acquired["wait"])
+	assert.NoError(t, err, "wait is a duration")
+	released, level := rec.await(t, "zklock: released", 5*time.Second)
+	assert.Equal(t, slog.LevelDebug, level)
+	assert.Equal(t, e.root+"/lock", released["path"])
+	assert.Equal(t, node, released["node"])
+	_, err = time.ParseDuration(released["held"])
+	assert.NoError(t, err, "held is a duration")
+
+	held, err = m.Acquire(context.Background())
+	require.NoError(t, err)
+	node = m.LockPath(held)
+	require.NoError(t, e.admin.Delete(node, -1))
+	lost, level := rec.await(t, "zklock: hold lost", 5*time.Second)
+	assert.Equal(t, slog.LevelWarn, level)
+	assert.Equal(t, node, lost["node"])
+	assert.Equal(t, e.root+"/lock", lost["path"])
+	assert.Contains(t, lost["err"], "lock lost")
+	assert.ErrorIs(t, m.Release(held), zklock.ErrLockLost)
+}
+
+// An Info handler sees none of the lines of acquire and release: they are
+// Debug, off the hot path at any higher level.
+func TestIntegration_SlogInfoSeesNoHotPathLines(t *testing.T) {
+	e := setup(t)
+	rec := newLogRecorder(slog.LevelInfo)
+	c := e.client(zklock.WithLogger(slog.New(rec)))
+	m := e.mutex(c, "/lock")
+	for range 3 {
+		held, err := m.Acquire(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, m.Release(held))
+	}
+	for _, msg := range rec.messages() {
+		assert.False(t, strings.HasPrefix(msg, "zklock: acquire") || msg == "zklock: released",
+			"logged at Info or above: %q", msg)
+	}
 }

@@ -20,10 +20,16 @@ const (
 	// lock. It is the default.
 	StandardPolicy ErrorPolicy = iota
 	// SessionPolicy ends a hold only when the session is lost: reported
-	// expired, or suspended for longer than the negotiated session timeout.
-	// It rides out short disconnects, at the price of a window in which
-	// another process may already hold the lock; guard writes with fencing
-	// tokens ([Mutex.Token], [Mutex.CheckOp]) under this policy.
+	// expired, or suspended for so long that the servers may have expired
+	// it. go-zookeeper notices a silent connection two thirds of the
+	// session timeout after the server last spoke, so the Client declares
+	// the session lost about a quarter of the session timeout (a third,
+	// less a tenth for the hand-off) after the suspension: a hold rides out
+	// disconnects that reconnect within that time. This holds only if the
+	// ensemble's syncLimit × tickTime (how long a server cut off from its
+	// leader keeps serving) is well under the session timeout; see the
+	// README. Guard writes with fencing tokens ([Mutex.Token],
+	// [Mutex.CheckOp]) under either policy.
 	SessionPolicy
 )
 

@@ -18,6 +18,16 @@ func validatePath(p string) error {
 	return fmt.Errorf("zklock: path %s: %s: %w", quotePath(p), reason, ErrInvalidPath)
 }
 
+// validateLockPath is validatePath for the path of a recipe, or of a node
+// to revoke. It also refuses the root ("/", which is the namespace's root
+// under a namespace): lock nodes there would sit among every other node.
+func validateLockPath(p string) error {
+	if p == "/" {
+		return fmt.Errorf("zklock: path %s: the root cannot be a lock path: %w", quotePath(p), ErrInvalidPath)
+	}
+	return validatePath(p)
+}
+
 // quotePath quotes p for an error message, cut short if it is long.
 func quotePath(p string) string {
 	if len(p) > 200 {

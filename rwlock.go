@@ -7,13 +7,14 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock/internal/layout"
 )
 
 // Node names of the two sides of a ReadWriteLock; Curator's, and of equal
 // length on purpose.
 const (
-	readLockName  = "__READ__"
-	writeLockName = "__WRIT__"
+	readLockName  = layout.ReadLockName
+	writeLockName = layout.WriteLockName
 )
 
 // ReadWriteLock is a re-entrant read/write lock, wire-compatible with
@@ -125,24 +126,12 @@ type readDriver struct{ StandardDriver }
 // SortKey orders read and write nodes together by sequence.
 func (readDriver) SortKey(child, _ string) string { return rwSortKey(child) }
 
-// GetsTheLock implements [Driver] for readers.
+// GetsTheLock implements [Driver] for readers, with the predicate that
+// the command-line tool applies too (internal/layout).
 func (readDriver) GetsTheLock(children []string, node string, _ int) (PredicateResult, error) {
-	firstWrite, ours := -1, -1
-	for i, ch := range children {
-		if strings.Contains(ch, writeLockName) {
-			if firstWrite < 0 {
-				firstWrite = i
-			}
-		} else if strings.HasPrefix(ch, node) {
-			ours = i
-			break
-		}
-	}
-	if ours < 0 {
+	acquired, watch, found := layout.ReaderGetsTheLock(children, node)
+	if !found {
 		return PredicateResult{}, fmt.Errorf("zklock: sequential node %s not found: %w", node, zk.ErrNoNode)
 	}
-	if firstWrite < 0 || ours < firstWrite {
-		return PredicateResult{Acquired: true}, nil
-	}
-	return PredicateResult{Watch: children[firstWrite]}, nil
+	return PredicateResult{Acquired: acquired, Watch: watch}, nil
 }

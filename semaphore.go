@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	pathpkg "path"
 	"slices"
 	"sync/atomic"
@@ -12,6 +13,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 )
+
+// leaseName is the name of lease nodes before their sequence number, as
+// Curator names them.
+const leaseName = "lease-"
 
 // Semaphore is a counting semaphore of maxLeases leases, wire-compatible
 // with Curator's InterProcessSemaphoreV2: an internal mutex under
@@ -44,11 +49,12 @@ type Lease struct {
 
 // NewSemaphore returns a Semaphore of maxLeases leases on path, relative
 // to the Client's namespace. WithLockData sets the data of lease nodes;
-// WithDriver is refused. It returns ErrInvalidArgument for maxLeases < 1,
-// and ErrInvalidPath for a bad path. It does no I/O.
+// WithDriver is refused. It returns ErrInvalidArgument for maxLeases
+// outside 1..2^31-1 (ZooKeeper counts children and sequence numbers in an
+// int32), and ErrInvalidPath for a bad path. It does no I/O.
 func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*Semaphore, error) {
-	if maxLeases < 1 {
-		return nil, fmt.Errorf("zklock: semaphore %s: maxLeases %d must be positive: %w", quotePath(path), maxLeases, ErrInvalidArgument)
+	if maxLeases < 1 || maxLeases > math.MaxInt32 {
+		return nil, fmt.Errorf("zklock: semaphore %s: maxLeases %d is outside [1, %d]: %w", quotePath(path), maxLeases, math.MaxInt32, ErrInvalidArgument)
 	}
 	o, err := parseLockOptions("semaphore", path, opts, false)
 	if err != nil {
@@ -77,7 +83,18 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 // closed. On failure it returns an error wrapping ctx.Err() (and its
 // cause), ErrClosed or the ZooKeeper error, and leaves no node behind.
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
-	leases, err := s.acquire(ctx, 1, false)
+	return oneLease(s.acquire(ctx, 1, false))
+}
+
+// TryAcquire is Acquire without waiting: if another acquirer is queued
+// or no lease is free, it returns an error wrapping ErrLocked at once and
+// leaves no node behind.
+func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
+	return oneLease(s.acquire(ctx, 1, true))
+}
+
+// oneLease is the outcome of acquiring one lease.
+func oneLease(leases []*Lease, err error) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +127,7 @@ func (s *Semaphore) Participants(ctx context.Context) ([]string, error) {
 	if err := s.usable(ctx, "participants"); err != nil {
 		return nil, err
 	}
-	leases := lockInternals{c: s.c, basePath: s.leases, lockName: "lease-", driver: StandardDriver{}}
+	leases := lockInternals{c: s.c, basePath: s.leases, lockName: leaseName, driver: StandardDriver{}}
 	children, err := leases.sortedChildren(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("zklock: semaphore %s participants: %w", s.path, err)
@@ -207,7 +224,7 @@ func (s *Semaphore) createLeases(ctx context.Context, n int) ([]*lockNode, error
 	var made []*lockNode
 	for range n {
 		session := s.c.snapshot().session
-		p, err := s.c.createProtected(ctx, pathpkg.Join(s.leases, "lease-"), s.data, zk.FlagEphemeral|zk.FlagSequence, "")
+		p, err := s.c.createProtected(ctx, pathpkg.Join(s.leases, leaseName), s.data, zk.FlagEphemeral|zk.FlagSequence, "")
 		if err != nil {
 			deleteNodes(s.c, made)
 			return nil, closedErr(err)
@@ -296,7 +313,9 @@ func (l *Lease) Path() string {
 	return l.s.c.relPath(l.h.node.path)
 }
 
-// Data reads the lease node's data.
+// Data reads the lease node's data. It returns an error wrapping
+// ErrNotHeld once the lease is released, and ErrLockLost once it is lost
+// or its node is found gone.
 func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 	switch {
 	case l == nil || l.h == nil:
@@ -304,13 +323,19 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 	case ctx == nil:
 		return nil, fmt.Errorf("zklock: lease %s data: nil context: %w", l.Path(), ErrInvalidArgument)
 	}
+	if err := l.h.check("lease data", l.Path()); err != nil {
+		return nil, err
+	}
 	c := l.s.c
 	data, err := retry(c, ctx, func() ([]byte, error) {
 		d, _, err := c.zc.Get(l.h.node.path)
 		return d, err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("zklock: lease %s data: %w", l.Path(), err)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, cmp.Or(l.h.check("lease data", l.Path()), fmt.Errorf("zklock: lease %s data: %w: %w", l.Path(), ErrLockLost, err))
+	case err != nil:
+		return nil, opErr(ctx, "lease data", l.Path(), err)
 	}
 	return data, nil
 }

@@ -77,7 +77,7 @@ func TestIntegration_SemaphoreMutex(t *testing.T) {
 	got := make(chan acquired, 1)
 	go func() {
 		c, err := other.Acquire(bg)
-		got <- acquired{c, err}
+		got <- acquired{c, err, time.Now()}
 	}()
 	require.NoError(t, m.Release(bg), "any context may release")
 	assert.ErrorIs(t, context.Cause(h), zklock.ErrReleased)

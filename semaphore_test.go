@@ -271,7 +271,7 @@ func TestIntegration_SemaphoreContextCause(t *testing.T) {
 		queued := make(chan acquired, 1)
 		go func() {
 			c, err := waiter.Acquire(bg)
-			queued <- acquired{c, err}
+			queued <- acquired{c, err, time.Now()}
 		}()
 		waitChildren(t, e, e.root+"/semmutex/leases", 2)
 
@@ -316,4 +316,22 @@ func TestIntegration_SemaphoreRidesOutBlip(t *testing.T) {
 	w := await(t, got, 15*time.Second)
 	require.NoError(t, w.err, "the waiter must get the lease after a blip within its session")
 	require.NoError(t, w.lease.Release())
+}
+
+// TryAcquire takes a free lease at once and, when none is free, returns
+// ErrLocked at once and leaves no node behind.
+func TestIntegration_SemaphoreTryAcquire(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	s := e.semaphore(e.client(), "/try", 1)
+	bg := context.Background()
+	l1, err := s.TryAcquire(bg)
+	require.NoError(t, err)
+	_, err = s.TryAcquire(bg)
+	require.ErrorIs(t, err, zklock.ErrLocked)
+	assert.Len(t, e.children(e.root+"/try/leases"), 1, "the refused TryAcquire left a node")
+	require.NoError(t, l1.Release())
+	l2, err := s.TryAcquire(bg)
+	require.NoError(t, err)
+	require.NoError(t, l2.Release())
 }

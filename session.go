@@ -170,6 +170,11 @@ func (c *Client) holdLost(s snapshot) error {
 func (c *Client) sessionTimeout() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.sessionTimeoutLocked()
+}
+
+// sessionTimeoutLocked is sessionTimeout; c.mu must be held.
+func (c *Client) sessionTimeoutLocked() time.Duration {
 	if c.negotiated > 0 {
 		return c.negotiated
 	}
@@ -219,7 +224,7 @@ func (c *Client) run() {
 	handle := func(ev zk.Event) {
 		suspended := c.handle(ev)
 		if suspended && lostT == nil {
-			lostT = time.NewTimer(c.sessionTimeout())
+			lostT = time.NewTimer(suspendedTrust(c.sessionTimeout()))
 			lostC = lostT.C
 		} else if !suspended && c.State() != StateSuspended {
 			stopLost()
@@ -248,11 +253,24 @@ func (c *Client) run() {
 				if c.state != StateSuspended {
 					return false
 				}
-				c.log.Warn("zklock: suspended longer than the session timeout; session lost")
+				c.log.Warn("zklock: suspended for longer than the session may outlive; session lost")
 				return c.lose()
 			})
 		}
 	}
+}
+
+// suspendedTrust is how long after a suspension the Client still trusts a
+// session of timeout t, for SessionPolicy. go-zookeeper reports the
+// connection down after two thirds of t without a byte from the server,
+// and the servers may expire the session t after they last heard from us:
+// the session may be gone a third of t after the suspension. A tenth of t
+// is kept back for the reply that was under way and for the next owner's
+// hand-off. A connection that breaks at once (a reset, a server that lost
+// its quorum) cannot be told apart from a silent one, so the same bound
+// holds for it.
+func suspendedTrust(t time.Duration) time.Duration {
+	return t/3 - t/10
 }
 
 // handle applies one go-zookeeper event. It reports whether the event
@@ -268,6 +286,12 @@ func (c *Client) handle(ev zk.Event) (suspended bool) {
 	switch ev.State {
 	case zk.StateHasSession:
 		sid := c.zc.SessionID()
+		var recheckSince time.Time
+		defer func() {
+			if !recheckSince.IsZero() {
+				c.cleanup(func() { c.recheckDeletes(recheckSince) })
+			}
+		}()
 		c.transition(func() bool {
 			switch {
 			case c.session == 0 && c.losses == 0:
@@ -280,6 +304,7 @@ func (c *Client) handle(ev zk.Event) (suspended bool) {
 				c.session, c.state = sid, StateReconnected
 			case c.state == StateSuspended || c.state == StateLost:
 				c.state = StateReconnected
+				recheckSince = c.suspended.Add(-c.sessionTimeoutLocked())
 			default:
 				return false
 			}
@@ -291,6 +316,7 @@ func (c *Client) handle(ev zk.Event) (suspended bool) {
 				return false
 			}
 			c.state = StateSuspended
+			c.suspended = time.Now()
 			c.suspends++
 			suspended = true
 			return true

@@ -30,9 +30,17 @@ func TestIntegration_AuthSurvivesSessionExpiry(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, m.Release(h))
 	before := c.Conn().SessionID()
+	marker, err := c.Conn().Create(e.root+"/auth-session", nil, zk.FlagEphemeral, acl)
+	require.NoError(t, err)
 
 	faults.Pause()
 	waitState(t, c, 15*time.Second, zklock.StateLost)
+	// The Client gives the session up before the servers expire it; the
+	// session's ephemeral node tells when they have.
+	require.Eventually(t, func() bool {
+		ok, _, err := e.admin.Exists(marker)
+		return err == nil && !ok
+	}, 15*time.Second, 20*time.Millisecond, "the servers expire the session")
 	faults.Resume()
 	waitState(t, c, 20*time.Second, zklock.StateReconnected)
 	require.NotEqual(t, before, c.Conn().SessionID(), "a new session")

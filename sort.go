@@ -59,7 +59,12 @@ func compareUTF16(a, b string) int {
 		i--
 	}
 	ra, rb := []rune(a[i:])[0], []rune(b[i:])[0]
-	return int(utf16Unit(ra)) - int(utf16Unit(rb))
+	if ua, ub := utf16Unit(ra), utf16Unit(rb); ua != ub {
+		return int(ua) - int(ub)
+	}
+	// Two characters above U+FFFF with the same high surrogate: their low
+	// surrogates, and so Java, order them as their code points do.
+	return int(ra) - int(rb)
 }
 
 // utf16Unit returns the first UTF-16 code unit of r.

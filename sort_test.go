@@ -2,6 +2,7 @@ package zklock_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -69,6 +70,7 @@ func FuzzCompareUTF16(f *testing.F) {
 	f.Add("\uffff", "\U00010000")
 	f.Add("", "\x00")
 	f.Add("a\u00e9", "a\U0001F600")
+	f.Add("\U0001F018", "\U0001F000") // one high surrogate: the low ones decide
 	f.Fuzz(func(t *testing.T, a, b string) {
 		if !utf8.ValidString(a) || !utf8.ValidString(b) {
 			zklock.CompareUTF16(a, b) // must not panic
@@ -76,6 +78,59 @@ func FuzzCompareUTF16(f *testing.F) {
 		}
 		if got, want := sign(zklock.CompareUTF16(a, b)), sign(javaCompare(a, b)); got != want {
 			t.Fatalf("compare(%q, %q) = %d, want %d", a, b, got, want)
+		}
+	})
+}
+
+// curatorKey is Curator's StandardLockInternalsDriver.fixForSorting,
+// written out again as the reference: the text after the last occurrence
+// of lockName, or the whole name.
+func curatorKey(child, lockName string) string {
+	if i := strings.LastIndex(child, lockName); i >= 0 {
+		return child[i+len(lockName):]
+	}
+	return child
+}
+
+// lockNames are the lock names the recipes use.
+var lockNames = []string{"lock-", "__READ__", "__WRIT__", "lease-"}
+
+// FuzzSortChildren: sorting any listing never panics, yields a
+// permutation of it, in Curator's order (Java string order of the text
+// after the last lock name), keeping the listing order of equal keys; and
+// sortUpTo yields the sorted prefix that ends with the node's key.
+func FuzzSortChildren(f *testing.F) {
+	f.Add(uuidA+"lock-0000000010/lock-0000000002/garbage/lock-/lock--2147483648/"+uuidB+"lock-0000000001", uint8(0), uint8(1))
+	f.Add("__READ__0000000003/"+uuidA+"__WRIT__0000000001/x__READ__0000000002", uint8(1), uint8(0))
+	f.Add("lease-0000000001//lease-\uffff/lease-\U0001F600/0", uint8(3), uint8(2))
+	f.Add("a/a/a", uint8(0), uint8(5))
+	f.Fuzz(func(t *testing.T, joined string, name, pick uint8) {
+		lockName := lockNames[int(name)%len(lockNames)]
+		listed := strings.Split(joined, "/")
+		children := slices.Clone(listed)
+		zklock.SortChildren(children, lockName, zklock.StandardDriver{})
+		if !slices.Equal(slices.Sorted(slices.Values(children)), slices.Sorted(slices.Values(listed))) {
+			t.Fatalf("not a permutation: %q -> %q", listed, children)
+		}
+		if !utf8.ValidString(joined) {
+			return // ZooKeeper names are Java strings; the order is only defined for UTF-8
+		}
+		want := slices.Clone(listed)
+		slices.SortStableFunc(want, func(a, b string) int {
+			return javaCompare(curatorKey(a, lockName), curatorKey(b, lockName))
+		})
+		if !slices.Equal(children, want) {
+			t.Fatalf("order of %q: got %q, want %q", listed, children, want)
+		}
+		node := listed[int(pick)%len(listed)]
+		upTo := zklock.SortUpTo(slices.Clone(listed), node, lockName, zklock.StandardDriver{})
+		if !slices.Contains(upTo, node) || !slices.Equal(upTo, want[:len(upTo)]) {
+			t.Fatalf("sortUpTo(%q, %q) = %q, not a prefix of %q with it", listed, node, upTo, want)
+		}
+		for _, rest := range want[len(upTo):] {
+			if javaCompare(curatorKey(rest, lockName), curatorKey(node, lockName)) <= 0 {
+				t.Fatalf("sortUpTo(%q, %q) dropped %q", listed, node, rest)
+			}
 		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"path"
 	"strings"
 	"sync"
@@ -30,10 +32,16 @@ type zkConn interface {
 }
 
 // retryable reports whether err is a connection-level failure after which
-// the same operation may succeed.
+// the same operation may succeed. go-zookeeper reports most losses as
+// ErrConnectionClosed, but a request whose write fails gets the socket's own
+// error (a *net.OpError such as "broken pipe"); the server may or may not
+// have read that request, so it is a connection loss like any other.
+// (context.DeadlineExceeded is a net.Error too, hence *net.OpError.)
 func retryable(err error) bool {
+	var opErr *net.OpError
 	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
-		errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrSessionExpired)
+		errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrSessionExpired) ||
+		errors.As(err, &opErr) || errors.Is(err, io.EOF)
 }
 
 // await runs op and waits for it or for ctx. go-zookeeper calls cannot be
@@ -143,8 +151,22 @@ func (c *Client) createProtected(ctx context.Context, p string, data []byte, fla
 	if parent == "" {
 		parent = "/"
 	}
-	pc := &protectedCreate{c: c, parent: parent, base: base, data: data, flags: flags, guard: guard, acl: c.opts.acl(p)}
+	acl, err := c.aclFor(p)
+	if err != nil {
+		return "", err
+	}
+	pc := &protectedCreate{c: c, parent: parent, base: base, data: data, flags: flags, guard: guard, acl: acl}
 	return pc.run(ctx)
+}
+
+// aclFor returns the ACL of a node the library creates at p. An empty ACL
+// from the WithACL function is refused before ZooKeeper refuses it.
+func (c *Client) aclFor(p string) ([]zk.ACL, error) {
+	acl := c.opts.acl(p)
+	if len(acl) == 0 {
+		return nil, fmt.Errorf("zklock: ACL provider returned no ACL for %s: %w", p, ErrInvalidArgument)
+	}
+	return acl, nil
 }
 
 // sendingKey carries, in the context of a create, a function to call right
@@ -207,9 +229,13 @@ func (pc *protectedCreate) run(ctx context.Context) (created string, err error) 
 			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 				return "", err // the abandoned create cleans up after itself
 			}
+			if errors.Is(err, zk.ErrInvalidACL) {
+				return "", fmt.Errorf("create %s: ACL %v: %w: %w", name, pc.acl, ErrInvalidArgument, err)
+			}
 			return "", fmt.Errorf("create %s: %w", name, closedErr(err))
 		}
 		pc.unknown = true
+		c.log.Debug("zklock: create outcome unknown", "path", name, "err", err)
 		if ok, werr := r.next(ctx, c.closing); !ok {
 			return "", cmp.Or(werr, fmt.Errorf("create %s: %w", name, err))
 		}
@@ -275,35 +301,44 @@ func (pc *protectedCreate) abandoned(prefix string) func(string, error) {
 // findProtected lists parent for a child that starts with prefix. It
 // returns the child's path and ephemeral owner, or "" if there is none.
 func (c *Client) findProtected(ctx context.Context, parent, prefix string) (string, int64, error) {
-	// The create may have reached the leader while our server lags: sync
-	// first, so the listing cannot miss it.
-	if _, err := retry(c, ctx, func() (string, error) { return c.zc.Sync(parent) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return "", 0, err
-	}
-	children, err := retry(c, ctx, func() ([]string, error) {
-		ch, _, err := c.zc.Children(parent)
-		return ch, err
-	})
+	children, err := retry(c, ctx, func() ([]string, error) { return c.childrenSynced(parent) })
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", 0, nil
 	}
 	if err != nil {
 		return "", 0, err
 	}
+	p := withPrefix(parent, children, prefix)
+	if p == "" {
+		return "", 0, nil
+	}
+	st, err := c.stat(ctx, p)
+	if err != nil || st == nil {
+		return "", 0, err
+	}
+	return p, st.EphemeralOwner, nil
+}
+
+// childrenSynced lists parent after a sync: a create whose outcome is
+// unknown may have reached the leader while our server lags, and the
+// listing must not miss it.
+func (c *Client) childrenSynced(parent string) ([]string, error) {
+	if _, err := c.zc.Sync(parent); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, err
+	}
+	children, _, err := c.zc.Children(parent)
+	return children, err
+}
+
+// withPrefix returns the path of the child of parent whose name starts
+// with prefix, or "".
+func withPrefix(parent string, children []string, prefix string) string {
 	for _, ch := range children {
 		if strings.HasPrefix(ch, prefix) {
-			p := path.Join(parent, ch)
-			st, err := c.stat(ctx, p)
-			if err != nil {
-				return "", 0, err
-			}
-			if st == nil {
-				return "", 0, nil
-			}
-			return p, st.EphemeralOwner, nil
+			return path.Join(parent, ch)
 		}
 	}
-	return "", 0, nil
+	return ""
 }
 
 // findAndDelete deletes, in the background, the child of parent that starts
@@ -311,20 +346,21 @@ func (c *Client) findProtected(ctx context.Context, parent, prefix string) (stri
 func (c *Client) findAndDelete(parent, prefix string) {
 	c.cleanup(func() {
 		c.untilDone(func() (bool, error) {
-			children, _, err := c.zc.Children(parent)
+			children, err := c.childrenSynced(parent)
 			if errors.Is(err, zk.ErrNoNode) {
 				return true, nil
 			}
 			if err != nil {
 				return false, err
 			}
-			for _, ch := range children {
-				if strings.HasPrefix(ch, prefix) {
-					err := c.zc.Delete(path.Join(parent, ch), -1)
-					return err == nil || errors.Is(err, zk.ErrNoNode), err
-				}
+			p := withPrefix(parent, children, prefix)
+			if p == "" {
+				c.log.Debug("zklock: abandoned create left no node", "parent", parent, "prefix", prefix)
+				return true, nil
 			}
-			return true, nil
+			done, err := c.deleteOnce(p)
+			c.log.Debug("zklock: abandoned create found and deleted", "path", p, "err", err)
+			return done, err
 		})
 	})
 }
@@ -337,8 +373,11 @@ func (c *Client) mkdirs(ctx context.Context, parent string) error {
 	segs := strings.Split(parent[1:], "/")
 	for i := range segs {
 		p := "/" + strings.Join(segs[:i+1], "/")
-		acl := c.opts.acl(p)
-		_, err := retry(c, ctx, func() (string, error) {
+		acl, err := c.aclFor(p)
+		if err != nil {
+			return err
+		}
+		_, err = retry(c, ctx, func() (string, error) {
 			return c.zc.CreateContainer(p, nil, zk.FlagContainer, acl)
 		})
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
@@ -358,26 +397,36 @@ func (c *Client) deleteNode(p string) error {
 	var err error
 	if s := c.State(); s == StateConnected || s == StateReconnected || s == StateClosed {
 		ctx, cancel := context.WithTimeout(context.Background(), c.sessionTimeout()/3)
-		_, err = await(c, ctx, func() (struct{}, error) {
-			return struct{}{}, c.zc.Delete(p, -1)
-		}, nil)
+		var done bool
+		done, err = await(c, ctx, func() (bool, error) { return c.deleteOnce(p) }, nil)
 		cancel()
-		if err == nil || errors.Is(err, zk.ErrNoNode) {
+		if done {
 			return err
 		}
 		if !retryable(err) && !errors.Is(err, context.DeadlineExceeded) {
+			c.log.Error("zklock: delete failed; the node stays", "path", p, "err", err)
 			return err
 		}
 	}
 	c.log.Warn("zklock: delete continues in the background", "path", p, "err", err)
 	c.emit(Event{Kind: EventDeleteRetried, Node: c.relPath(p), Err: err})
 	c.cleanup(func() {
-		c.untilDone(func() (bool, error) {
-			err := c.zc.Delete(p, -1)
-			return err == nil || errors.Is(err, zk.ErrNoNode), err
-		})
+		c.untilDone(func() (bool, error) { return c.deleteOnce(p) })
 	})
 	return nil
+}
+
+// deleteOnce sends one delete of p, for untilDone: done once p is gone.
+// Gone may mean that an earlier, unacknowledged attempt deleted it, and
+// that delete may be undone too: either way p is remembered for the
+// recheck after a reconnect.
+func (c *Client) deleteOnce(p string) (bool, error) {
+	err := c.zc.Delete(p, -1)
+	done := err == nil || errors.Is(err, zk.ErrNoNode)
+	if done {
+		c.deletes.add(p)
+	}
+	return done, err
 }
 
 // untilDone runs op until it reports done, fails with an error that is not
@@ -421,10 +470,24 @@ func newUUID() string {
 // isProtected reports whether name has the protection prefix, the test
 // Curator's ProtectedUtils.isProtectedZNode makes.
 func isProtected(name string) bool {
+	_, _, ok := parseProtected(name)
+	return ok
+}
+
+// parseProtected splits a protected name "_c_<uuid>-<rest>" into the uuid
+// and the rest (the lock name and sequence), as Curator's
+// ProtectedUtils.extractProtectedId and normalize do. It reports false,
+// with rest the whole name, for a name without the prefix or with nothing
+// after it.
+func parseProtected(name string) (id, rest string, ok bool) {
 	if len(name) <= protectedPrefixLen || !strings.HasPrefix(name, protectedPrefix) || name[protectedPrefixLen-1] != '-' {
-		return false
+		return "", name, false
 	}
-	return validUUID(name[len(protectedPrefix) : protectedPrefixLen-1])
+	id = name[len(protectedPrefix) : protectedPrefixLen-1]
+	if !validUUID(id) {
+		return "", name, false
+	}
+	return id, name[protectedPrefixLen:], true
 }
 
 func validUUID(s string) bool {

@@ -2,7 +2,9 @@ package zklock_test
 
 import (
 	"context"
+	"fmt"
 	"path"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,21 +17,27 @@ import (
 )
 
 // A create whose response is lost is found again by its protected prefix:
-// no second node, no orphan.
+// no second node, no orphan. go-zookeeper reports the loss either as
+// ErrConnectionClosed or, when the request's write failed, as the socket's
+// own error; the server may have read the request either way.
 func TestIntegration_ProtectedCreateLostResponse(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
-	e.create(e.root + "/lost-response") // so the first create is the one that loses its response
-	c, f := e.faultClient()
-	m := e.mutex(c, "/lost-response")
-	f.setCreate(lostResponse(f))
-	h, err := m.Acquire(context.Background())
-	require.NoError(t, err)
-	assert.EqualValues(t, 1, f.creates.Load(), "the retry found the node instead of creating another")
-	children := e.children(e.root + "/lost-response")
-	require.Len(t, children, 1)
-	assert.Equal(t, path.Base(m.LockPath(h)), children[0])
-	require.NoError(t, m.Release(h))
+	for name, lost := range map[string]error{"closed": zk.ErrConnectionClosed, "broken-pipe": brokenPipe} {
+		t.Run(name, func(t *testing.T) {
+			e := setup(t)
+			e.create(e.root + "/lost-response") // so the first create is the one that loses its response
+			c, f := e.faultClient()
+			m := e.mutex(c, "/lost-response")
+			f.setCreate(lostResponse(f, lost))
+			h, err := m.Acquire(context.Background())
+			require.NoError(t, err)
+			assert.EqualValues(t, 1, f.creates.Load(), "the retry found the node instead of creating another")
+			children := e.children(e.root + "/lost-response")
+			require.Len(t, children, 1)
+			assert.Equal(t, path.Base(m.LockPath(h)), children[0])
+			require.NoError(t, m.Release(h))
+		})
+	}
 }
 
 // CURATOR-498: the node found by prefix belongs to another (dying) session.
@@ -142,16 +150,16 @@ func TestIntegration_ConnectionLossRetries(t *testing.T) {
 	c, f := e.faultClient(zklock.WithRetryPolicy(zklock.RetryNTimes{N: 2, Sleep: 10 * time.Millisecond}))
 	m := e.mutex(c, "/retries")
 	f.mu.Lock()
-	f.listFails = 2
+	f.listFails, f.listFailErr = 2, brokenPipe
 	f.mu.Unlock()
 	h, err := m.Acquire(context.Background())
-	require.NoError(t, err, "two failures are within the policy")
+	require.NoError(t, err, "two failures are within the policy, a failed write among them")
 	parts, err := m.Participants(context.Background())
 	require.NoError(t, err)
 	assert.Len(t, parts, 1)
 
 	f.mu.Lock()
-	f.listFails = 3
+	f.listFails, f.listFailErr = 3, nil
 	f.mu.Unlock()
 	_, err = m.Participants(context.Background())
 	require.ErrorIs(t, err, zk.ErrConnectionClosed, "three failures exhaust it")
@@ -206,4 +214,53 @@ func TestProtectedNames(t *testing.T) {
 	assert.False(t, zklock.IsProtected("lock-0000000001"))
 	assert.False(t, zklock.IsProtected("_c_0123456789abcdef0123456789abcdef-lock-0000000005"))
 	assert.False(t, zklock.IsProtected(uuidA))
+}
+
+// protectedShape is the exact shape of a protected name: "_c_", a UUID in
+// its 36-character form, "-", and at least one more character.
+var protectedShape = regexp.MustCompile(`^_c_([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})-((?s).+)$`)
+
+// FuzzProtectedName: parsing any name never panics; a name built from a
+// uuid, a lock name and a sequence in Curator's "_c_<uuid>-" format parses
+// back to the same parts (the sequence through the driver's sort key);
+// IsProtected agrees with the parser; and a name parses as protected
+// exactly when it has that shape.
+func FuzzProtectedName(f *testing.F) {
+	f.Add("_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-lock-0000000001", make([]byte, 16), "lock-", int32(1))
+	f.Add("_c_0123456789abcdef0123456789abcdef-lock-0000000005", []byte("0123456789abcdef"), "__READ__", int32(-2147483648))
+	f.Add("_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-", []byte{0xff}, "lease-", int32(2147483647))
+	f.Add("lock-0000000001", []byte{}, "", int32(0))
+	f.Add("_c_53345F98-9423-4E0C-A7B5-9F819E3EC2E1-x", []byte("\x00"), "__WRIT__", int32(-1))
+	f.Fuzz(func(t *testing.T, name string, raw []byte, lockName string, seq int32) {
+		id, rest, ok := zklock.ParseProtected(name)
+		if ok != zklock.IsProtected(name) {
+			t.Fatalf("ParseProtected(%q) ok=%v, IsProtected=%v", name, ok, zklock.IsProtected(name))
+		}
+		m := protectedShape.FindStringSubmatch(name)
+		if ok != (m != nil) {
+			t.Fatalf("ParseProtected(%q) ok=%v, shape matches=%v", name, ok, m != nil)
+		}
+		if ok && (id != m[1] || rest != m[2] || "_c_"+id+"-"+rest != name) {
+			t.Fatalf("ParseProtected(%q) = %q, %q", name, id, rest)
+		}
+		if !ok && (id != "" || rest != name) {
+			t.Fatalf("ParseProtected(%q) = %q, %q, false", name, id, rest)
+		}
+
+		// Build a name the way Curator and ZooKeeper do, and take it apart.
+		var b [16]byte
+		copy(b[:], raw)
+		uuid := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+		seqText := fmt.Sprintf("%010d", seq) // ZooKeeper's format, wrapping negative
+		built := "_c_" + uuid + "-" + lockName + seqText
+		id, rest, ok = zklock.ParseProtected(built)
+		if !ok || id != uuid || rest != lockName+seqText {
+			t.Fatalf("ParseProtected(%q) = %q, %q, %v", built, id, rest, ok)
+		}
+		if lockName != "" && !strings.Contains(lockName[1:]+seqText, lockName) { // ours is the last occurrence
+			if got := (zklock.StandardDriver{}).SortKey(built, lockName); got != seqText {
+				t.Fatalf("SortKey(%q, %q) = %q, want the sequence %q", built, lockName, got, seqText)
+			}
+		}
+	})
 }

@@ -7,39 +7,30 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"log"
-	"os"
-	"strings"
+	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/zktest"
+	"github.com/zklock/zklock/internal/exampleenv"
 )
 
-func main() {
-	if err := run(); err != nil {
-		log.Fatal(err)
-	}
-}
+func main() { exampleenv.Main(run) }
 
-func run() error {
-	ctx := context.Background()
-	servers := strings.Split(os.Getenv("ZK_SERVERS"), ",")
-	if os.Getenv("ZK_SERVERS") == "" {
-		fmt.Println("ZK_SERVERS is unset: starting a ZooKeeper server...")
-		cluster, err := zktest.Start(ctx, zktest.Config{})
-		if err != nil {
-			return err
-		}
-		defer cluster.Close()
-		servers = cluster.Servers()
-		fmt.Printf("ZooKeeper (%s) at %s\n", cluster.Backend(), strings.Join(servers, ","))
-	}
-
-	var wg sync.WaitGroup
-	for _, name := range []string{"alice", "bob"} {
+// run lets alice and bob, each a session of its own, take the lock three
+// times each, and fails if both were ever inside at once.
+func run(ctx context.Context, out io.Writer, servers []string) error {
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex // serialises printing
+		inside  atomic.Int32
+		overlap atomic.Bool
+		errs    = make([]error, 2)
+	)
+	for i, name := range []string{"alice", "bob"} {
 		// Each worker is its own session, as two processes would be.
 		client, err := zklock.Connect(servers, zklock.WithSessionTimeout(10*time.Second))
 		if err != nil {
@@ -50,28 +41,39 @@ func run() error {
 		if err != nil {
 			return err
 		}
+		say := func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(out, "%-5s "+format+"\n", append([]any{name}, args...)...)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for turn := 1; turn <= 3; turn++ {
-				err := m.Do(ctx, func(ctx context.Context) error {
+			for turn := 1; turn <= 3 && errs[i] == nil; turn++ {
+				errs[i] = m.Do(ctx, func(ctx context.Context) error {
+					if inside.Add(1) > 1 {
+						overlap.Store(true)
+					}
+					defer inside.Add(-1)
 					token, err := m.Token(ctx)
 					if err != nil {
 						return err
 					}
-					fmt.Printf("%-5s holds the lock (turn %d, fencing token %d)\n", name, turn, token)
-					time.Sleep(200 * time.Millisecond) // the critical section
-					fmt.Printf("%-5s releases\n", name)
+					say("holds the lock (turn %d, fencing token %d)", turn, token)
+					time.Sleep(100 * time.Millisecond) // the critical section
+					say("releases")
 					return nil
 				})
-				if err != nil {
-					log.Printf("%s: %v", name, err)
-					return
-				}
 			}
 		}()
 	}
 	wg.Wait()
-	fmt.Println("done: the two sessions took turns")
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if overlap.Load() {
+		return errors.New("VIOLATED: both sessions were inside the lock at once")
+	}
+	fmt.Fprintln(out, "done: the two sessions took turns, never both inside")
 	return nil
 }

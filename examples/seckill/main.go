@@ -20,11 +20,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
-	"os"
-	"strings"
 
-	"github.com/zklock/zklock/internal/zktest"
+	"github.com/zklock/zklock/internal/exampleenv"
 )
 
 // config is the size of the sale.
@@ -42,29 +39,9 @@ func main() {
 	flag.IntVar(&cfg.sessions, "sessions", 10, "ZooKeeper sessions the buyers are spread over")
 	flag.IntVar(&cfg.leases, "leases", 5, "concurrent checkouts allowed by the semaphore")
 	flag.Parse()
-	ctx := context.Background()
-	servers, stop, err := zookeeper(ctx, os.Stdout)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer stop()
-	if err := run(ctx, os.Stdout, servers, cfg); err != nil {
-		log.Fatal(err)
-	}
-}
-
-// zookeeper returns the servers in ZK_SERVERS, or starts one.
-func zookeeper(ctx context.Context, out io.Writer) ([]string, func(), error) {
-	if s := os.Getenv("ZK_SERVERS"); s != "" {
-		return strings.Split(s, ","), func() {}, nil
-	}
-	fmt.Fprintln(out, "ZK_SERVERS is unset: starting a ZooKeeper server...")
-	cluster, err := zktest.Start(ctx, zktest.Config{})
-	if err != nil {
-		return nil, nil, err
-	}
-	fmt.Fprintf(out, "ZooKeeper (%s) at %s\n", cluster.Backend(), strings.Join(cluster.Servers(), ","))
-	return cluster.Servers(), func() { cluster.Close() }, nil
+	exampleenv.Main(func(ctx context.Context, out io.Writer, servers []string) error {
+		return run(ctx, out, servers, cfg)
+	})
 }
 
 // run sells cfg.stock items to cfg.buyers buyers three times: without a

@@ -135,19 +135,12 @@ func buyUnlocked(_ context.Context, c *zklock.Client, stock string) (bool, time.
 	return true, 0, takeOne(c.Conn(), stock)
 }
 
-// takeOne decrements the stock (a versioned write, retried if another
-// buyer wrote meanwhile), whatever it is.
+// takeOne records one sale, whatever the stock: a sequential node under
+// the stock node. A sale is one request that never conflicts, so buyers
+// who passed the check all sell, at full speed.
 func takeOne(conn *zk.Conn, stock string) error {
-	for {
-		n, version, err := readStock(conn, stock)
-		if err != nil {
-			return err
-		}
-		_, err = conn.Set(stock, []byte(strconv.Itoa(n-1)), version)
-		if !errors.Is(err, zk.ErrBadVersion) {
-			return err
-		}
-	}
+	_, err := conn.Create(stock+"/sale-", nil, zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	return err
 }
 
 // buyWithMutex does what buyUnlocked does, holding a zklock Mutex.
@@ -171,8 +164,9 @@ func buyWithMutex(ctx context.Context, c *zklock.Client, stock string) (bool, ti
 }
 
 // buyWithSemaphore lets a few buyers check out at once (a Semaphore of
-// cfg.leases leases) and takes an item with a versioned write, which fails
-// if another buyer took one meanwhile; the buyer then looks again.
+// cfg.leases leases) and sells in one transaction with a versioned write
+// of the stock node, which fails if another buyer sold meanwhile; the
+// buyer then looks again.
 func (s *sale) buyWithSemaphore(ctx context.Context, c *zklock.Client, stock string) (bool, time.Duration, error) {
 	sem, err := zklock.NewSemaphore(c, stock+"-checkout", s.cfg.leases)
 	if err != nil {
@@ -191,7 +185,10 @@ func (s *sale) buyWithSemaphore(ctx context.Context, c *zklock.Client, stock str
 			return false, wait, err
 		}
 		time.Sleep(payment)
-		_, err = c.Conn().Set(stock, []byte(strconv.Itoa(n-1)), version)
+		_, err = c.Conn().Multi(
+			&zk.SetDataRequest{Path: stock, Data: []byte(strconv.Itoa(s.cfg.stock)), Version: version},
+			&zk.CreateRequest{Path: stock + "/sale-", Flags: zk.FlagSequence, Acl: zk.WorldACL(zk.PermAll)},
+		)
 		if !errors.Is(err, zk.ErrBadVersion) {
 			return err == nil, wait, err
 		}
@@ -211,14 +208,17 @@ func putStock(conn *zk.Conn, p string, n int) error {
 	return err
 }
 
-// readStock returns the stock and the version of its node.
+// readStock returns the stock left (the items put in stock less the sales
+// recorded under the node) and the version of the node. A versioned write
+// of the node, in one transaction with the sale, fails if another buyer
+// sold meanwhile.
 func readStock(conn *zk.Conn, p string) (int, int32, error) {
 	data, st, err := conn.Get(p)
 	if err != nil {
 		return 0, 0, err
 	}
 	n, err := strconv.Atoi(string(data))
-	return n, st.Version, err
+	return n - int(st.NumChildren), st.Version, err
 }
 
 // deleteTree deletes p and everything under it.

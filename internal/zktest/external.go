@@ -41,6 +41,14 @@ func startExternal(ctx context.Context, cfg Config, servers []string) (Cluster, 
 		return nil, fmt.Errorf("zktest: %s is set: DataDir needs servers the harness starts: %w",
 			serversEnv, ErrUnsupported)
 	}
+	if cfg.Isolatable {
+		return nil, fmt.Errorf("zktest: %s is set: Isolatable needs servers the harness starts: %w",
+			serversEnv, ErrUnsupported)
+	}
+	if cfg.TLS != nil {
+		return nil, fmt.Errorf("zktest: %s is set: TLS needs servers the harness starts: %w",
+			serversEnv, ErrUnsupported)
+	}
 	for _, s := range servers {
 		if _, _, err := net.SplitHostPort(s); err != nil {
 			return nil, fmt.Errorf("zktest: %s: bad address %q: %w", serversEnv, s, err)

@@ -454,7 +454,7 @@ func TestIntegration_ExternalBackend(t *testing.T) {
 			t.Errorf("%s = %v, want ErrUnsupported", name, err)
 		}
 	}
-	for _, cfg := range []Config{{Size: 3}, {ContainerCheckInterval: time.Second}, {DataDir: t.TempDir()}} {
+	for _, cfg := range []Config{{Size: 3}, {ContainerCheckInterval: time.Second}, {DataDir: t.TempDir()}, {Isolatable: true}} {
 		if _, err := Start(ctx, cfg); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("Start(%+v) = %v, want ErrUnsupported", cfg, err)
 		}
@@ -487,10 +487,10 @@ func (b *fakeBackend) Start(ctx context.Context, cfg Config) (Cluster, error) {
 	return &fakeCluster{}, nil
 }
 
-func TestIntegration_RegisteredBackends(t *testing.T) {
-	if len(externalServers()) > 0 {
-		t.Skip("ZK_SERVERS is set")
-	}
+// clearRegistry empties the backend registry for t's test and restores it
+// when the test ends.
+func clearRegistry(t *testing.T) {
+	t.Helper()
 	registry.mu.Lock()
 	saved := registry.backends
 	registry.backends = nil
@@ -500,6 +500,13 @@ func TestIntegration_RegisteredBackends(t *testing.T) {
 		registry.backends = saved
 		registry.mu.Unlock()
 	})
+}
+
+func TestIntegration_RegisteredBackends(t *testing.T) {
+	if len(externalServers()) > 0 {
+		t.Skip("ZK_SERVERS is set")
+	}
+	clearRegistry(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 

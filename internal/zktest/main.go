@@ -36,7 +36,13 @@ var shared struct {
 // are not exempt: a connection a test forgot to close is a leak). It exits
 // the process with the resulting code.
 func Main(m *testing.M) {
-	os.Exit(runMain(m))
+	os.Exit(Run(m))
+}
+
+// Run is Main without the exit: it returns the exit code, for a TestMain
+// that has clean-up of its own to do first.
+func Run(m *testing.M) int {
+	return runMain(m)
 }
 
 func runMain(m *testing.M) int {

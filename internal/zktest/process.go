@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,8 +63,13 @@ func findInstall() (*install, error) {
 			return nil, errNoZooKeeper
 		}
 		// The jar's manifest Class-Path pulls in its dependencies but no
-		// slf4j binding, so the server would log nothing: add one.
+		// slf4j binding, so the server would log nothing: add one. It
+		// also lacks a Netty jar that ZooKeeper's own distribution ships
+		// and its Netty connection factory (Config.TLS) needs.
 		inst.classpath = []string{jar}
+		if fileExists(debianNettyCodec) {
+			inst.classpath = append(inst.classpath, debianNettyCodec)
+		}
 		log4j := []string{filepath.Join(debianJavaDir, "slf4j-log4j12.jar"), filepath.Join(debianJavaDir, "log4j-1.2.jar")}
 		simple := filepath.Join(debianJavaDir, "slf4j-simple.jar")
 		switch {
@@ -82,6 +88,14 @@ func findInstall() (*install, error) {
 	inst.java = java
 	return inst, nil
 }
+
+// debianNettyCodec is the Netty jar that Debian's zookeeper.jar manifest
+// omits although NettyServerCnxnFactory needs it: without it, every TLS
+// connection fails with NoClassDefFoundError
+// io/netty/handler/codec/ByteToMessageDecoder (its SslHandler's parent).
+// It comes with Debian's libnetty-java, like the manifest's other Netty
+// jars.
+var debianNettyCodec = filepath.Join(debianJavaDir, "netty-codec.jar")
 
 func findJava() (string, error) {
 	if home := os.Getenv("JAVA_HOME"); home != "" {
@@ -108,20 +122,33 @@ type procCluster struct {
 	cfg  Config
 	dir  string // temporary directory holding everything
 
+	net *isoNet // nil unless cfg.Isolatable; set before the servers start
+
 	mu     sync.Mutex // serialises Stop, Start, Kill and Close
 	closed bool
 	nodes  []*procNode
 }
 
+// isolatableCluster is a procCluster started with Config.Isolatable: it
+// is also a Partitioner.
+type isolatableCluster struct{ *procCluster }
+
+// Isolate implements Partitioner.
+func (c *isolatableCluster) Isolate(i int) error { return c.net.isolate(i) }
+
+// Heal implements Partitioner.
+func (c *isolatableCluster) Heal() error { return c.net.heal() }
+
 // procNode is one server of a procCluster.
 type procNode struct {
-	id        int // ZooKeeper myid, 1-based
-	addr      string
-	cfgPath   string
-	logPath   string
-	extraArgs []string
-	proc      *jvm  // nil or exited when not running
-	logStart  int64 // size of the log when proc was started
+	id         int // ZooKeeper myid, 1-based
+	addr       string
+	secureAddr string // "" without Config.TLS
+	cfgPath    string
+	logPath    string
+	extraArgs  []string
+	proc       *jvm  // nil or exited when not running
+	logStart   int64 // size of the log when proc was started
 }
 
 func (n *procNode) running() bool { return n.proc != nil && !n.proc.exited() }
@@ -142,6 +169,13 @@ func startInstall(ctx context.Context, inst *install, cfg Config) (Cluster, erro
 	if cfg.DataDir != "" {
 		sweepStaleDirs(cfg.DataDir)
 	}
+	if cfg.Isolatable {
+		ip, err := isolationSupported()
+		if err != nil {
+			return nil, err
+		}
+		sweepStaleNetns(ip)
+	}
 	for attempt := 1; ; attempt++ {
 		c, err := tryStartProcess(ctx, inst, cfg)
 		if err == nil {
@@ -159,7 +193,6 @@ var errBind = errors.New("port already in use")
 
 func tryStartProcess(ctx context.Context, inst *install, cfg Config) (_ Cluster, err error) {
 	cfg = cfg.WithDefaults()
-	n := cfg.Size
 	dir, err := os.MkdirTemp(cfg.DataDir, tempDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("zktest: create temp dir: %w", err)
@@ -170,54 +203,13 @@ func tryStartProcess(ctx context.Context, inst *install, cfg Config) (_ Cluster,
 			c.Close()
 		}
 	}()
-
-	ports, err := freePorts(3 * n)
+	lay, err := c.layout()
 	if err != nil {
 		return nil, err
 	}
-	clientPorts, quorumPorts, electionPorts := ports[:n], ports[n:2*n], ports[2*n:]
-
-	log4jPath := filepath.Join(dir, "log4j.properties")
-	logbackPath := filepath.Join(dir, "logback.xml")
-	if err := os.WriteFile(log4jPath, []byte(log4jProperties), 0o644); err != nil {
-		return nil, fmt.Errorf("zktest: write log config: %w", err)
+	if err := c.writeNodes(lay); err != nil {
+		return nil, err
 	}
-	if err := os.WriteFile(logbackPath, []byte(logbackXML), 0o644); err != nil {
-		return nil, fmt.Errorf("zktest: write log config: %w", err)
-	}
-
-	for i := 0; i < n; i++ {
-		id := i + 1
-		nodeDir := filepath.Join(dir, "server"+strconv.Itoa(id))
-		dataDir := filepath.Join(nodeDir, "data")
-		if err := os.MkdirAll(dataDir, 0o755); err != nil {
-			return nil, fmt.Errorf("zktest: server %d: %w", i, err)
-		}
-		zc, err := ZooCfg(cfg, dataDir, id, clientPorts, quorumPorts, electionPorts, nil)
-		if err != nil {
-			return nil, fmt.Errorf("zktest: server %d: %w", i, err)
-		}
-		zc += "clientPortAddress=127.0.0.1\n"
-		cfgPath := filepath.Join(nodeDir, "zoo.cfg")
-		if err := os.WriteFile(cfgPath, []byte(zc), 0o644); err != nil {
-			return nil, fmt.Errorf("zktest: server %d: write zoo.cfg: %w", i, err)
-		}
-		if err := os.WriteFile(filepath.Join(dataDir, "myid"), []byte(strconv.Itoa(id)+"\n"), 0o644); err != nil {
-			return nil, fmt.Errorf("zktest: server %d: write myid: %w", i, err)
-		}
-		c.nodes = append(c.nodes, &procNode{
-			id:      id,
-			addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(clientPorts[i])),
-			cfgPath: cfgPath,
-			logPath: filepath.Join(nodeDir, "server.log"),
-			extraArgs: []string{
-				"-Dlog4j.configuration=file:" + log4jPath,
-				"-Dlogback.configurationFile=" + logbackPath,
-				"-Dzookeeper.log.dir=" + nodeDir,
-			},
-		})
-	}
-
 	for i, node := range c.nodes {
 		if err := c.launch(node); err != nil {
 			return nil, fmt.Errorf("zktest: start server %d: %w", i, err)
@@ -225,7 +217,131 @@ func tryStartProcess(ctx context.Context, inst *install, cfg Config) (_ Cluster,
 	}
 	wctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	return c, c.waitAllServing(wctx, c.nodes)
+	if err := c.waitAllServing(wctx, c.nodes); err != nil {
+		return nil, err
+	}
+	if c.net != nil {
+		return &isolatableCluster{c}, nil
+	}
+	return c, nil
+}
+
+// layout is where the servers of a procCluster listen.
+type layout struct {
+	hosts                                   []string // server i's address
+	clientPorts, quorumPorts, electionPorts []int
+	securePorts                             []int // nil without Config.TLS
+}
+
+// layout chooses the servers' addresses and ports: free ports on 127.0.0.1,
+// or, for an Isolatable cluster, fixed ports on each server's address in
+// its own network namespace, which it builds (c.net).
+func (c *procCluster) layout() (layout, error) {
+	n := c.cfg.Size
+	var lay layout
+	if !c.cfg.Isolatable {
+		perServer := 3
+		if c.cfg.TLS != nil {
+			perServer = 4
+		}
+		ports, err := freePorts(perServer * n)
+		if err != nil {
+			return lay, err
+		}
+		lay.clientPorts, lay.quorumPorts, lay.electionPorts = ports[:n], ports[n:2*n], ports[2*n:3*n]
+		if c.cfg.TLS != nil {
+			lay.securePorts = ports[3*n:]
+		}
+		lay.hosts = slices.Repeat([]string{"127.0.0.1"}, n)
+		return lay, nil
+	}
+	ip, err := isolationSupported()
+	if err != nil {
+		return lay, err
+	}
+	nw, err := newIsoNet(ip, n)
+	if err != nil {
+		return lay, err
+	}
+	c.net = nw
+	for i := 0; i < n; i++ {
+		lay.hosts = append(lay.hosts, nw.addr(i))
+		lay.clientPorts = append(lay.clientPorts, isoPorts[0])
+		lay.quorumPorts = append(lay.quorumPorts, isoPorts[1])
+		lay.electionPorts = append(lay.electionPorts, isoPorts[2])
+		if c.cfg.TLS != nil {
+			lay.securePorts = append(lay.securePorts, isoSecurePort)
+		}
+	}
+	return lay, nil
+}
+
+// writeNodes writes the logging configuration, the TLS stores, and each
+// server's zoo.cfg and myid, and fills c.nodes.
+func (c *procCluster) writeNodes(lay layout) error {
+	log4jPath := filepath.Join(c.dir, "log4j.properties")
+	logbackPath := filepath.Join(c.dir, "logback.xml")
+	if err := os.WriteFile(log4jPath, []byte(log4jProperties), 0o644); err != nil {
+		return fmt.Errorf("zktest: write log config: %w", err)
+	}
+	if err := os.WriteFile(logbackPath, []byte(logbackXML), 0o644); err != nil {
+		return fmt.Errorf("zktest: write log config: %w", err)
+	}
+	var stores tlsStores
+	if c.cfg.TLS != nil {
+		var err error
+		if stores, err = writeTLSStores(c.cfg.TLS, c.dir); err != nil {
+			return err
+		}
+	}
+	for i := range lay.hosts {
+		node, err := c.writeNode(i, lay, stores)
+		if err != nil {
+			return fmt.Errorf("zktest: server %d: %w", i, err)
+		}
+		node.extraArgs = []string{
+			"-Dlog4j.configuration=file:" + log4jPath,
+			"-Dlogback.configurationFile=" + logbackPath,
+			"-Dzookeeper.log.dir=" + filepath.Dir(node.cfgPath),
+		}
+		c.nodes = append(c.nodes, node)
+	}
+	return nil
+}
+
+// writeNode writes server i's zoo.cfg and myid; with Config.TLS, zoo.cfg
+// points at stores.
+func (c *procCluster) writeNode(i int, lay layout, stores tlsStores) (*procNode, error) {
+	id := i + 1
+	nodeDir := filepath.Join(c.dir, "server"+strconv.Itoa(id))
+	dataDir := filepath.Join(nodeDir, "data")
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, err
+	}
+	zc, err := ZooCfg(c.cfg, dataDir, id, lay.clientPorts, lay.quorumPorts, lay.electionPorts, lay.hosts)
+	if err != nil {
+		return nil, err
+	}
+	zc += "clientPortAddress=" + lay.hosts[i] + "\n"
+	secureAddr := ""
+	if c.cfg.TLS != nil {
+		zc += tlsZooCfg(c.cfg.TLS, stores, lay.hosts[i], lay.securePorts[i])
+		secureAddr = net.JoinHostPort(lay.hosts[i], strconv.Itoa(lay.securePorts[i]))
+	}
+	cfgPath := filepath.Join(nodeDir, "zoo.cfg")
+	if err := os.WriteFile(cfgPath, []byte(zc), 0o644); err != nil {
+		return nil, fmt.Errorf("write zoo.cfg: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dataDir, "myid"), []byte(strconv.Itoa(id)+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("write myid: %w", err)
+	}
+	return &procNode{
+		id:         id,
+		addr:       net.JoinHostPort(lay.hosts[i], strconv.Itoa(lay.clientPorts[i])),
+		secureAddr: secureAddr,
+		cfgPath:    cfgPath,
+		logPath:    filepath.Join(nodeDir, "server.log"),
+	}, nil
 }
 
 // tempDirPrefix starts the names of the process backend's temporary
@@ -327,7 +443,11 @@ func (c *procCluster) launch(node *procNode) error {
 	if fi, err := os.Stat(node.logPath); err == nil {
 		node.logStart = fi.Size()
 	}
-	p, err := startJVM(c.inst.java, args, node.logPath)
+	prog := c.inst.java
+	if c.net != nil {
+		prog, args = c.net.command(c.index(node), append([]string{prog}, args...))
+	}
+	p, err := startJVM(prog, args, node.logPath)
 	if err != nil {
 		return err
 	}
@@ -470,6 +590,18 @@ func (c *procCluster) Servers() []string {
 	return addrs
 }
 
+// SecureServers implements SecureCluster.
+func (c *procCluster) SecureServers() []string {
+	if c.cfg.TLS == nil {
+		return nil
+	}
+	addrs := make([]string, len(c.nodes))
+	for i, node := range c.nodes {
+		addrs[i] = node.secureAddr
+	}
+	return addrs
+}
+
 // Backend implements Cluster.
 func (c *procCluster) Backend() string { return "process" }
 
@@ -565,7 +697,7 @@ func (c *procCluster) Start(i int) error {
 }
 
 // Close implements Cluster: it kills every server and removes the
-// temporary directory. It reports servers that had exited by themselves
+// temporary directory and, for an Isolatable cluster, its network. It reports servers that had exited by themselves
 // (crashed), with the tail of their logs.
 func (c *procCluster) Close() error {
 	c.mu.Lock()
@@ -585,6 +717,11 @@ func (c *procCluster) Close() error {
 		}
 		if err := node.proc.kill(reapTimeout); err != nil {
 			errs = append(errs, fmt.Errorf("zktest: close server %d: %w", i, err))
+		}
+	}
+	if c.net != nil {
+		if err := c.net.teardown(); err != nil {
+			errs = append(errs, fmt.Errorf("zktest: remove network: %w", err))
 		}
 	}
 	if err := os.RemoveAll(c.dir); err != nil {

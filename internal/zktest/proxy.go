@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -24,11 +25,12 @@ type Proxy struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the accept loop and every connection's goroutines
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards the fields below and proxyConn.upstream
 	paused  bool
 	resumed chan struct{} // closed while not paused; replaced by Pause
 	conns   map[*proxyConn]struct{}
 	closed  bool
+	armed   *cutTrigger // set by CutOnCreate, cleared by the first create
 }
 
 // proxyConn is one proxied connection.
@@ -37,6 +39,16 @@ type proxyConn struct {
 	upstream net.Conn // nil until dialled; guarded by Proxy.mu
 	ctx      context.Context
 	cancel   context.CancelFunc
+
+	cut atomic.Pointer[createCut] // set once, by filterUp, if pc carries the cut
+
+	// Owned by the client-to-server pipe (filterUp).
+	up     frameScanner
+	upCut  bool // pc claimed the cut: forward upLeft more bytes, then none
+	upLeft int
+
+	// Owned by the server-to-client pipe (filterDown).
+	down frameScanner
 }
 
 // NewProxy returns a proxy listening on 127.0.0.1 on a free port and
@@ -161,6 +173,7 @@ func (p *Proxy) acceptLoop() {
 		}
 		ctx, cancel := context.WithCancel(p.ctx)
 		pc := &proxyConn{client: conn, ctx: ctx, cancel: cancel}
+		pc.up.hdrLen, pc.down.hdrLen = requestHeaderLen, replyHeaderLen
 		p.conns[pc] = struct{}{}
 		p.wg.Add(1)
 		p.mu.Unlock()
@@ -209,6 +222,9 @@ func (p *Proxy) serve(pc *proxyConn) {
 		p.closeConnLocked(pc)
 		delete(p.conns, pc)
 		p.mu.Unlock()
+		if cut := pc.cut.Load(); cut != nil {
+			cut.trigger.fire()
+		}
 	}()
 
 	if !p.waitResumed(pc) {
@@ -232,14 +248,21 @@ func (p *Proxy) serve(pc *proxyConn) {
 
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); p.pipe(pc, up, pc.client) }()
-	go func() { defer wg.Done(); p.pipe(pc, pc.client, up) }()
+	go func() {
+		defer wg.Done()
+		p.pipe(pc, up, pc.client, func(b []byte) ([]byte, bool) { return p.filterUp(pc, b), false })
+	}()
+	go func() {
+		defer wg.Done()
+		p.pipe(pc, pc.client, up, func(b []byte) ([]byte, bool) { return p.filterDown(pc, b) })
+	}()
 	wg.Wait()
 }
 
-// pipe copies from src to dst until either fails, holding each chunk (and
-// the final close) while the proxy is paused, then closes both sides.
-func (p *Proxy) pipe(pc *proxyConn, dst, src net.Conn) {
+// pipe copies from src to dst until either fails or filter says stop,
+// holding each chunk (and the final close) while the proxy is paused, then
+// closes both sides. filter returns what of each chunk to forward.
+func (p *Proxy) pipe(pc *proxyConn, dst, src net.Conn, filter func([]byte) ([]byte, bool)) {
 	defer p.closeConn(pc)
 	buf := make([]byte, 32<<10)
 	for {
@@ -248,7 +271,13 @@ func (p *Proxy) pipe(pc *proxyConn, dst, src net.Conn) {
 			return
 		}
 		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			out, stop := filter(buf[:n])
+			if len(out) > 0 {
+				if _, werr := dst.Write(out); werr != nil {
+					return
+				}
+			}
+			if stop {
 				return
 			}
 		}
@@ -269,6 +298,7 @@ type Faults struct {
 
 	t          testing.TB // set by NewFaultsT
 	resumeOnce sync.Once
+	mu         sync.Mutex // serialises CutOnCreate
 }
 
 // NewFaults starts one Proxy for each address in servers. The caller must

@@ -9,8 +9,8 @@
 //  1. ZK_SERVERS: a comma-separated list of host:port of an external
 //     ensemble. Its servers cannot be stopped, started or killed
 //     (those methods return an error wrapping [ErrUnsupported]), and a
-//     [Config] that needs server-side settings (Size > 1 or a
-//     ContainerCheckInterval) makes Start fail with [ErrUnsupported];
+//     [Config] that needs server-side settings (Size > 1, a
+//     ContainerCheckInterval or TLS) makes Start fail with [ErrUnsupported];
 //     [StartT] turns that into t.Skip. The ensemble's own tick time and
 //     session-timeout bounds apply, whatever the Config says.
 //  2. Every backend registered with [RegisterBackend] whose Available
@@ -27,7 +27,11 @@
 //     the kernel if the test binary dies (Linux: PR_SET_PDEATHSIG); a
 //     later run removes the directories such a binary left. Even a
 //     single server runs as an ensemble of one, not in standalone mode
-//     (see ZooCfg for why).
+//     (see ZooCfg for why). With [Config.Isolatable], each server runs in
+//     its own network namespace instead, and the cluster is a
+//     [Partitioner]; registered backends are then skipped. With
+//     [Config.TLS], the servers also serve TLS clients, and the cluster
+//     is a [SecureCluster]; registered backends are then skipped too.
 //
 // # Shared server
 //
@@ -39,7 +43,10 @@
 //
 // [Proxy] and [Faults] sit between a go-zk client and the servers (through
 // zk.WithDialer) and can pause or cut the traffic, to provoke
-// disconnections and session expiry.
+// disconnections and session expiry, or cut a connection right after the
+// server has executed a create whose reply the client never gets
+// ([Proxy.CutOnCreate]). Servers of a cluster started with
+// [Config.Isolatable] can be cut off from each other ([Partitioner]).
 package zktest
 
 import (
@@ -55,7 +62,8 @@ import (
 
 // ErrUnsupported is wrapped by errors returned when a backend cannot do what
 // was asked: stopping, starting or killing a server of an external
-// ensemble, or honouring a Config that needs server-side settings.
+// ensemble, or honouring a Config that needs server-side settings,
+// network namespaces or TLS.
 var ErrUnsupported = errors.New("unsupported by this zktest backend")
 
 // Defaults applied by [Config.WithDefaults].
@@ -112,6 +120,24 @@ type Config struct {
 	// honour it: Start then fails with ErrUnsupported. Registered backends
 	// may ignore it.
 	DataDir string
+	// Isolatable asks for servers that can be cut off from each other
+	// while their client ports stay reachable from the test process: the
+	// cluster then implements [Partitioner]. The process backend runs
+	// each server in its own Linux network namespace, on an address of
+	// a private 10.213.x.0/24 subnet (which Servers returns) instead of
+	// 127.0.0.1; this needs Linux, root and the ip command (iproute2).
+	// Where that is impossible, and on an external ensemble (ZK_SERVERS),
+	// Start fails with an error wrapping ErrUnsupported (so StartT
+	// skips). Registered backends are not tried.
+	Isolatable bool
+	// TLS, if not nil, makes every server also listen for TLS clients on
+	// a secure client port, with the given key and trust material; the
+	// cluster is then a [SecureCluster] whose SecureServers returns those
+	// addresses. Only the process backend can do this: an external
+	// ensemble (ZK_SERVERS) makes Start fail with an error wrapping
+	// ErrUnsupported (so StartT skips), and registered backends are not
+	// tried.
+	TLS *TLSConfig
 }
 
 // WithDefaults returns c with every zero field replaced by its default.
@@ -148,6 +174,8 @@ func (c Config) Validate() error {
 			d.MinSessionTimeout, d.MaxSessionTimeout)
 	case d.ContainerCheckInterval < 0:
 		return fmt.Errorf("zktest: config: negative ContainerCheckInterval %v", c.ContainerCheckInterval)
+	case c.TLS != nil:
+		return c.TLS.validate()
 	}
 	return nil
 }
@@ -230,6 +258,9 @@ func Start(ctx context.Context, cfg Config) (Cluster, error) {
 		return startExternal(ctx, cfg, servers)
 	}
 	for _, b := range registeredBackends() {
+		if cfg.Isolatable || cfg.TLS != nil {
+			break // only the process backend can isolate servers or serve TLS
+		}
 		actx, cancel := context.WithTimeout(ctx, availableTimeout)
 		err := b.Available(actx)
 		cancel()

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/zklock/zklock"
+)
+
+// execFlags are exec's command line.
+type execFlags struct {
+	*common
+	leases      int
+	read, write bool
+	try         bool
+	timeout     time.Duration
+	signal      string
+	killAfter   time.Duration
+	policy      string
+
+	sig syscall.Signal // parsed -signal
+}
+
+const execUsage = `Usage: zklock exec [flags] PATH -- CMD [ARGS...]
+
+Acquires the lock at PATH, runs CMD while holding it, and releases it when
+CMD exits; the exit code is CMD's. Like 'etcdctl lock' and 'consul lock',
+on zklock's and Apache Curator's locks alike. The lock is a Mutex
+(Curator's InterProcessMutex), or with -read/-write a side of a
+ReadWriteLock, or with -n a lease of a Semaphore (InterProcessSemaphoreV2).
+
+CMD's environment has ZKLOCK_PATH (the lock path), ZKLOCK_NODE (the path of
+the lock or lease node held) and ZKLOCK_TOKEN (the fencing token: the
+node's creation zxid, which grows from one holder to the next).
+
+While waiting for the lock, SIGINT and SIGTERM (and SIGHUP) cancel the
+wait, leaving no node behind. While CMD runs, they are forwarded to it. If
+the hold is lost while CMD runs (session expired, connection suspended,
+node deleted), CMD gets -signal, then SIGKILL after -kill-after, and exec
+exits with code 3.
+
+-policy standard (the default) tells CMD at the first disconnect, so that
+CMD never runs while exec cannot know that it holds the lock, but any blip
+(a server restart) ends CMD. -policy session rides out disconnects that
+reconnect within about a quarter of -session-timeout, at the price of CMD
+running on, meanwhile, unsure of its hold (safe if the ensemble's syncLimit
+times tickTime is well under the session timeout; use ZKLOCK_TOKEN to fence).
+`
+
+func newExecFlags() *execFlags {
+	f := &execFlags{common: newCommon("exec", execUsage)}
+	f.fs.IntVar(&f.leases, "n", 0, "take one lease of a Semaphore of `LEASES` leases instead of a Mutex")
+	f.fs.BoolVar(&f.read, "read", false, "take the read side of a ReadWriteLock")
+	f.fs.BoolVar(&f.write, "write", false, "take the write side of a ReadWriteLock")
+	f.fs.BoolVar(&f.try, "try", false, "try once: exit 75 at once if the lock is busy")
+	f.fs.DurationVar(&f.timeout, "timeout", 0, "give up acquiring after this long, exit 124 (0: wait for ever)")
+	f.fs.StringVar(&f.signal, "signal", "SIGTERM", "signal sent to the command when the hold is lost")
+	f.fs.DurationVar(&f.killAfter, "kill-after", 10*time.Second, "then SIGKILL after this long")
+	f.fs.StringVar(&f.policy, "policy", "standard", "when the hold ends: `standard|session`: at the first disconnect, or when the session is lost")
+	return f
+}
+
+// runExec is the exec command.
+func runExec(args []string, stdout, stderr io.Writer) int {
+	f := newExecFlags()
+	lockPath, argv, err := f.parseExec(args)
+	if err != nil {
+		return f.exitFor(err, stdout, stderr)
+	}
+	client, err := f.connect()
+	if err != nil {
+		return f.exitFor(err, stdout, stderr)
+	}
+	defer client.Close()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	r := &runner{f: f, c: client, path: lockPath, argv: argv, sigs: sigs, stdout: stdout, stderr: stderr}
+	return r.run()
+}
+
+// parseExec parses the command line and returns PATH, and CMD and its
+// arguments.
+func (f *execFlags) parseExec(args []string) (string, []string, error) {
+	pos, argv, err := f.parse(args, 1)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := checkPath(pos[0]); err != nil {
+		return "", nil, err
+	}
+	if err := f.check(argv); err != nil {
+		return "", nil, err
+	}
+	return pos[0], argv, nil
+}
+
+// check validates the flags and the command.
+func (f *execFlags) check(argv []string) error {
+	switch {
+	case len(argv) == 0:
+		return fmt.Errorf("%w: no command: want PATH -- CMD [ARGS...]", errUsage)
+	case f.read && f.write:
+		return fmt.Errorf("%w: -read and -write exclude each other", errUsage)
+	case f.leases != 0 && (f.read || f.write):
+		return fmt.Errorf("%w: -n and -read/-write exclude each other", errUsage)
+	case f.leases < 0:
+		return fmt.Errorf("%w: -n %d: want a positive number of leases", errUsage, f.leases)
+	case f.timeout < 0 || (f.try && f.timeout > 0):
+		return fmt.Errorf("%w: -timeout %v: want a positive duration, without -try", errUsage, f.timeout)
+	case f.killAfter <= 0:
+		return fmt.Errorf("%w: -kill-after %v: want a positive duration", errUsage, f.killAfter)
+	}
+	policy, err := parsePolicy(f.policy)
+	if err != nil {
+		return err
+	}
+	f.extra = append(f.extra, zklock.WithErrorPolicy(policy))
+	sig, err := parseSignal(f.signal)
+	f.sig = sig
+	return err
+}
+
+// parsePolicy parses -policy: "standard" or "session".
+func parsePolicy(s string) (zklock.ErrorPolicy, error) {
+	switch strings.ToLower(s) {
+	case "standard":
+		return zklock.StandardPolicy, nil
+	case "session":
+		return zklock.SessionPolicy, nil
+	}
+	return 0, fmt.Errorf("%w: -policy %q: want standard or session", errUsage, s)
+}
+
+// signalNames are the signals -signal accepts by name.
+var signalNames = map[string]syscall.Signal{
+	"HUP": syscall.SIGHUP, "INT": syscall.SIGINT, "QUIT": syscall.SIGQUIT, "KILL": syscall.SIGKILL,
+	"USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "TERM": syscall.SIGTERM,
+}
+
+// parseSignal parses "SIGTERM", "TERM" or "15".
+func parseSignal(s string) (syscall.Signal, error) {
+	if n, err := strconv.Atoi(s); err == nil && n > 0 && n < 65 {
+		return syscall.Signal(n), nil
+	}
+	if sig, ok := signalNames[strings.TrimPrefix(strings.ToUpper(s), "SIG")]; ok {
+		return sig, nil
+	}
+	return 0, fmt.Errorf("%w: -signal %q: want a signal such as SIGTERM, HUP or 15", errUsage, s)
+}
+
+// holding is a hold of any recipe, as exec needs it.
+type holding struct {
+	node    string          // path of the node held, relative to the namespace
+	token   int64           // fencing token
+	lost    <-chan struct{} // closed when the hold ends
+	release func() error    // releases; returns the loss if the hold was lost
+}
+
+// acquire takes the lock the flags name, as a hold.
+func (f *execFlags) acquire(ctx context.Context, c *zklock.Client, p string) (*holding, error) {
+	if f.leases > 0 {
+		return f.acquireLease(ctx, c, p)
+	}
+	var m *zklock.Mutex
+	if f.read || f.write {
+		rw, err := zklock.NewReadWriteLock(c, p)
+		if err != nil {
+			return nil, err
+		}
+		m = rw.WriteLock()
+		if f.read {
+			m = rw.ReadLock()
+		}
+	} else {
+		var err error
+		if m, err = zklock.NewMutex(c, p); err != nil {
+			return nil, err
+		}
+	}
+	take := m.Acquire
+	if f.try {
+		take = m.TryAcquire
+	}
+	hctx, err := take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h := &holding{node: m.LockPath(hctx), lost: hctx.Done(), release: func() error { return m.Release(hctx) }}
+	if h.token, err = m.Token(hctx); err != nil {
+		return nil, errors.Join(err, h.release())
+	}
+	return h, nil
+}
+
+// acquireLease takes one lease of a Semaphore of f.leases leases.
+func (f *execFlags) acquireLease(ctx context.Context, c *zklock.Client, p string) (*holding, error) {
+	s, err := zklock.NewSemaphore(c, p, f.leases)
+	if err != nil {
+		return nil, err
+	}
+	take := s.Acquire
+	if f.try {
+		take = s.TryAcquire
+	}
+	l, err := take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &holding{node: l.Path(), token: l.Token(), lost: l.Done(), release: l.Release}, nil
+}

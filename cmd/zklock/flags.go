@@ -1,0 +1,148 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock"
+)
+
+// errUsage marks an error in the command line: exit code 2.
+var errUsage = errors.New("usage")
+
+// common are the flags every command takes.
+type common struct {
+	fs             *flag.FlagSet
+	name, usage    string // the command's name, and its synopsis and description
+	servers        string
+	namespace      string
+	auth           string
+	sessionTimeout time.Duration
+
+	extra []zklock.Option // the command's own Client options, set while checking its flags
+}
+
+// newCommon makes a command's flag set with the common flags. usage is the
+// command's synopsis and description, printed before the flags.
+func newCommon(name, usage string) *common {
+	c := &common{fs: flag.NewFlagSet(name, flag.ContinueOnError), name: name, usage: usage}
+	c.fs.SetOutput(io.Discard) // errors and usage are printed by exitFor
+	c.fs.StringVar(&c.servers, "servers", os.Getenv("ZK_SERVERS"), "ZooKeeper servers, `host:port,...` (default $ZK_SERVERS)")
+	c.fs.StringVar(&c.namespace, "namespace", "", "namespace: every path lives under /`ns`")
+	c.fs.StringVar(&c.auth, "auth", "", "digest authentication, `user:password`")
+	c.fs.DurationVar(&c.sessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout")
+	return c
+}
+
+// printUsage prints the command's usage, flags and exit codes to w.
+func (c *common) printUsage(w io.Writer) {
+	fmt.Fprint(w, c.usage, "\nFlags:\n")
+	c.fs.SetOutput(w)
+	c.fs.PrintDefaults()
+	c.fs.SetOutput(io.Discard)
+	fmt.Fprint(w, "\n", exitCodesText)
+}
+
+// parse parses args, whose flags may come before, between or after the n
+// positional arguments. It returns the positional arguments and what
+// follows them (after a "--", if any). flag.ErrHelp is returned as is.
+func (c *common) parse(args []string, n int) (pos, rest []string, err error) {
+	rest = args
+	for {
+		if err := c.fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, nil, err
+			}
+			return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
+		}
+		rest = c.fs.Args()
+		if len(pos) == n || len(rest) == 0 {
+			break
+		}
+		pos = append(pos, rest[0])
+		rest = rest[1:]
+		if len(pos) == n && (len(rest) == 0 || !strings.HasPrefix(rest[0], "-")) {
+			break
+		}
+	}
+	if len(pos) < n {
+		return nil, nil, fmt.Errorf("%w: want %d argument(s), have %d", errUsage, n, len(pos))
+	}
+	return pos, rest, nil
+}
+
+// connect connects a Client as the common flags say.
+func (c *common) connect() (*zklock.Client, error) {
+	if c.servers == "" {
+		return nil, fmt.Errorf("%w: no ZooKeeper servers: set -servers or ZK_SERVERS", errUsage)
+	}
+	opts := []zklock.Option{zklock.WithSessionTimeout(c.sessionTimeout), zklock.WithNamespace(c.namespace)}
+	opts = append(opts, c.extra...)
+	if c.auth != "" {
+		if !strings.Contains(c.auth, ":") {
+			return nil, fmt.Errorf("%w: -auth %q: want user:password", errUsage, c.auth)
+		}
+		opts = append(opts, zklock.WithAuth("digest", []byte(c.auth)))
+	}
+	servers := strings.Split(c.servers, ",")
+	client, err := zklock.Connect(servers, opts...)
+	if errors.Is(err, zklock.ErrInvalidArgument) {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", c.servers, err)
+	}
+	return client, nil
+}
+
+// full maps p, relative to the namespace, to its ZooKeeper path.
+func (c *common) full(p string) string {
+	ns := strings.Trim(c.namespace, "/")
+	if ns == "" {
+		return p
+	}
+	return path.Join("/"+ns, p)
+}
+
+// checkPath returns a usage error for a lock path ZooKeeper refuses.
+func checkPath(p string) error {
+	if !strings.HasPrefix(p, "/") || (len(p) > 1 && strings.HasSuffix(p, "/")) || strings.Contains(p, "//") || path.Clean(p) != p {
+		return fmt.Errorf("%w: path %q: want an absolute ZooKeeper path such as /locks/job", errUsage, p)
+	}
+	return nil
+}
+
+// exitFor reports err on stderr, prefixed with the command's name, and
+// returns its exit code: 0 for -h (usage on stdout), 2 for usage errors
+// (with a hint), 1 otherwise.
+func (c *common) exitFor(err error, stdout, stderr io.Writer) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		c.printUsage(stdout)
+		return exitOK
+	case errors.Is(err, errUsage):
+		msg := strings.TrimPrefix(err.Error(), errUsage.Error()+": ")
+		fmt.Fprintf(stderr, "zklock %s: %s\nRun 'zklock help %s' for usage.\n", c.name, msg, c.name)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "zklock %s: %v\n", c.name, err)
+	return exitError
+}
+
+// opError reports that op on p failed with err, with a hint when the
+// node's ACL refused the session.
+func opError(op, p string, err error) error {
+	if errors.Is(err, zk.ErrNoAuth) {
+		return fmt.Errorf("%s %s: %w (the node's ACL refuses this session: check -auth)", op, p, err)
+	}
+	return fmt.Errorf("%s %s: %w", op, p, err)
+}

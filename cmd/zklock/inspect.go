@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// inspectFlags are inspect's command line.
+type inspectFlags struct {
+	*common
+	json, watch bool
+}
+
+const inspectUsage = `Usage: zklock inspect [flags] PATH
+
+Shows the queue of the lock at PATH, in order: each participant's role
+(holder or waiter), session id, owner (the node's data: by default the
+host's address), age, fencing token and node name, and which recipe the
+layout belongs to (mutex, rwlock, semaphore). Works on zklock's and
+Apache Curator's locks alike.
+
+  -json    print JSON (field names in 'go doc github.com/zklock/zklock/cmd/zklock')
+  -watch   print again on every change of the queue, until SIGINT or SIGTERM
+           (with -json, one JSON object per line)
+`
+
+func newInspectFlags() *inspectFlags {
+	f := &inspectFlags{common: newCommon("inspect", inspectUsage)}
+	f.fs.BoolVar(&f.json, "json", false, "print JSON")
+	f.fs.BoolVar(&f.watch, "watch", false, "print again on every change, until interrupted")
+	return f
+}
+
+// runInspect is the inspect command.
+func runInspect(args []string, stdout, stderr io.Writer) int {
+	f := newInspectFlags()
+	return f.exitFor(f.inspect(args, stdout), stdout, stderr)
+}
+
+func (f *inspectFlags) inspect(args []string, stdout io.Writer) error {
+	pos, rest, err := f.parse(args, 1)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
+	}
+	if err := checkPath(pos[0]); err != nil {
+		return err
+	}
+	client, err := f.connect()
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	in := &inspector{c: client, common: f.common, path: pos[0]}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if !f.watch {
+		v, _, err := in.read(ctx, false)
+		if err != nil {
+			return err
+		}
+		return f.print(stdout, v)
+	}
+	return f.follow(ctx, in, stdout)
+}
+
+// follow prints the queue, then again after every change, until ctx ends.
+func (f *inspectFlags) follow(ctx context.Context, in *inspector, stdout io.Writer) error {
+	for {
+		v, changed, err := in.read(ctx, true)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := f.print(stdout, v); err != nil {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// print writes v as a table, or as JSON.
+func (f *inspectFlags) print(w io.Writer, v *queueView) error {
+	if f.json {
+		enc := json.NewEncoder(w)
+		if !f.watch {
+			enc.SetIndent("", "  ")
+		}
+		return enc.Encode(v)
+	}
+	if f.watch {
+		fmt.Fprintf(w, "--- %s\n", time.Now().Format(time.RFC3339))
+	}
+	return printTable(w, v)
+}
+
+// read reads the queue; with watch, changed is closed at the next change
+// of the lock's children (or of its leases and locks nodes).
+func (in *inspector) read(ctx context.Context, watch bool) (v *queueView, changed <-chan struct{}, err error) {
+	children, exists, chans, err := in.children(in.path, watch)
+	if err != nil {
+		return nil, nil, err
+	}
+	if exists && detect(children) == recipeSemaphore {
+		for _, sub := range []string{"leases", "locks"} {
+			_, _, more, err := in.children(path.Join(in.path, sub), watch)
+			if err != nil {
+				return nil, nil, err
+			}
+			chans = append(chans, more...)
+		}
+	}
+	v, err = in.view(ctx, children, exists)
+	if err != nil {
+		return nil, nil, fmt.Errorf("inspect %s: %w", in.path, err)
+	}
+	return v, anyOf(ctx, chans), nil
+}
+
+// children lists p's children, and with watch sets a watch on them (or on
+// p's creation, if p does not exist).
+func (in *inspector) children(p string, watch bool) ([]string, bool, []<-chan zk.Event, error) {
+	conn, full := in.c.Conn(), in.common.full(p)
+	for {
+		var (
+			children []string
+			ch       <-chan zk.Event
+			err      error
+		)
+		if watch {
+			children, _, ch, err = conn.ChildrenW(full)
+		} else {
+			children, _, err = conn.Children(full)
+		}
+		if err == nil {
+			return children, true, []<-chan zk.Event{ch}, nil
+		}
+		if !errors.Is(err, zk.ErrNoNode) {
+			return nil, false, nil, opError("list", p, err)
+		}
+		if !watch {
+			return nil, false, nil, nil
+		}
+		exists, _, ch, err := conn.ExistsW(full)
+		if err != nil {
+			return nil, false, nil, opError("watch", p, err)
+		}
+		if !exists {
+			return nil, false, []<-chan zk.Event{ch}, nil
+		}
+		// Created meanwhile: list again.
+	}
+}
+
+// anyOf returns a channel closed when one of chans delivers. Its
+// goroutines end then, or when ctx ends.
+func anyOf(ctx context.Context, chans []<-chan zk.Event) <-chan struct{} {
+	out := make(chan struct{})
+	var once sync.Once
+	for _, ch := range chans {
+		if ch == nil {
+			continue
+		}
+		go func() {
+			select {
+			case <-ch:
+				once.Do(func() { close(out) })
+			case <-out:
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return out
+}
+
+// printTable writes v for people: a summary line, then a table.
+func printTable(w io.Writer, v *queueView) error {
+	switch {
+	case !v.Exists:
+		fmt.Fprintf(w, "%s: no such node: the lock is free (or never used)\n", v.Path)
+		return nil
+	case len(v.Nodes) == 0:
+		fmt.Fprintf(w, "%s: free: no participants\n", v.Path)
+		return nil
+	}
+	fmt.Fprintf(w, "%s: %s, %s, %s\n", v.Path, v.Recipe, plural(v.Holders, "holder"), plural(v.Waiters, "waiter"))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "POS\tKIND\tROLE\tSESSION\tOWNER\tAGE\tTOKEN\tNODE")
+	for _, n := range v.Nodes {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", n.Position, n.Kind, n.Role, n.Session,
+			clip(n.Owner, 32), age(time.Duration(n.AgeMS)*time.Millisecond), n.Token, relName(v.Path, n))
+	}
+	return tw.Flush()
+}
+
+// relName is a node's path below the lock path.
+func relName(lock string, n nodeView) string {
+	return strings.TrimPrefix(strings.TrimPrefix(n.Path, lock), "/")
+}
+
+// plural is "1 what" or "n whats".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// clip shortens s to n characters.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-3]) + "..."
+}
+
+// age is a duration for people: tenths of seconds under a minute.
+func age(d time.Duration) string {
+	if d < time.Minute {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}

@@ -1,0 +1,205 @@
+// Command zklock inspects, revokes and takes zklock's and Apache Curator's
+// distributed locks on ZooKeeper (the two share one znode layout), in the
+// manner of etcdctl lock and consul lock.
+//
+// Usage:
+//
+//	zklock inspect [flags] PATH          show the queue of the lock at PATH
+//	zklock revoke  [flags] PATH NODE     ask the holder of NODE to release
+//	zklock exec    [flags] PATH -- CMD [ARGS...]
+//	                                     run CMD while holding the lock
+//	zklock help [COMMAND]                print usage
+//
+// Common flags: -servers host:port,... (default $ZK_SERVERS), -namespace,
+// -auth user:password (digest), -session-timeout. Run "zklock help
+// COMMAND" for each command's flags.
+//
+// # inspect
+//
+// inspect lists every participant of the lock at PATH, in queue order,
+// and says which recipe the layout belongs to: "mutex" (nodes
+// ..lock-<seq>), "rwlock" (__READ__ and __WRIT__ nodes), "semaphore"
+// (PATH/leases and PATH/locks), "none" (no participant, or no node at
+// PATH: the lock is free) or "unknown". Holders are decided with the
+// library's own predicates: the first node of a mutex; the first writer,
+// or the readers ahead of the first writer, of a read/write lock. A
+// semaphore does not store its number of leases, so every lease node is
+// shown as a holder, except a lease still being granted: one created by
+// the acquirer that holds the semaphore's internal lock (PATH/locks), which
+// shows as a waiter; acquirers queued on PATH/locks wait too.
+//
+// With -json, inspect prints one JSON object (one per line with -watch):
+//
+//	{
+//	  "path": "/locks/job",       // as given, relative to -namespace
+//	  "recipe": "mutex",          // mutex | rwlock | semaphore | none | unknown
+//	  "exists": true,             // whether PATH exists
+//	  "holders": 1, "waiters": 2,
+//	  "nodes": [{
+//	    "position": 0,            // place in the queue, from 0, per queue
+//	    "queue": "lock",          // lock | leases | locks (the semaphore's internal lock)
+//	    "kind": "lock",           // lock | read | write | lease | unknown
+//	    "role": "holder",         // holder | waiter | unknown
+//	    "name": "_c_...-lock-0000000000",
+//	    "path": "/locks/job/_c_...-lock-0000000000",
+//	    "session": "0x1000012345a0001", // ephemeralOwner, hex; "0x0" if persistent
+//	    "owner": "10.0.0.7",      // node data as text (hex if not printable)
+//	    "created": "2026-01-02T15:04:05.123Z",
+//	    "age_ms": 1520,
+//	    "token": 4294967312       // fencing token: the node's czxid, as Mutex.Token
+//	  }]
+//	}
+//
+// With -watch, inspect prints again on every change of the lock's children
+// (ZooKeeper watches), until SIGINT or SIGTERM, and then exits 0.
+//
+// # revoke
+//
+// revoke writes Curator's revocation message into NODE (a node name, a
+// unique suffix of one such as its sequence number, or a full path), as
+// Curator's Revoker.attemptRevoke does. Holders that made their lock
+// revocable (zklock's Mutex.MakeRevocable, Curator's makeRevocable) are
+// asked to release; revocation is cooperative.
+//
+// # exec
+//
+// exec acquires the lock at PATH (a Mutex; with -read or -write a side of a
+// ReadWriteLock; with -n LEASES a lease of a Semaphore of LEASES leases),
+// runs CMD with ZKLOCK_PATH, ZKLOCK_NODE (the lock node's path) and
+// ZKLOCK_TOKEN (the hold's fencing token) in its environment, and releases
+// the lock when CMD exits. SIGINT, SIGTERM and SIGHUP are forwarded to CMD
+// while it runs; while exec waits for the lock, SIGINT and SIGTERM cancel
+// the wait and leave no node behind. If the hold is lost while CMD runs,
+// CMD gets -signal (default SIGTERM), then SIGKILL after -kill-after
+// (default 10s). With -policy standard (the default) the hold is lost at
+// the first disconnect; with -policy session, only when the session is
+// lost (see zklock.SessionPolicy).
+//
+// CMD runs in a process group of its own, and exec sends the signals it
+// forwards, and -signal and SIGKILL, to that group, as a shell does to a
+// job: CMD's own children get them too, and a signal sent to exec's
+// process group (a Ctrl-C) reaches CMD once, through exec, not twice. If
+// exec's stdin is a terminal and exec runs in its foreground, exec makes
+// CMD's group the terminal's foreground group (tcsetpgrp) while CMD runs,
+// so that CMD can read the terminal, and takes the terminal back when CMD
+// exits; the terminal's Ctrl-C and Ctrl-\ then reach CMD's group only.
+// Job control is not passed on: Ctrl-Z stops CMD but not exec, so the
+// shell does not get the terminal back until CMD is continued (kill -CONT)
+// or killed from elsewhere.
+//
+// # Exit codes
+//
+//	0        success; for exec, CMD's own exit code is returned
+//	1        error (ZooKeeper, connection, missing path or node, release failed)
+//	2        usage error
+//	3        exec: the hold was lost while CMD ran
+//	75       exec -try: the lock is busy
+//	124      exec -timeout: the lock was not acquired in time
+//	126, 127 exec: CMD could not be run, or was not found
+//	128+N    exec: CMD died of signal N; or exec was interrupted by signal N
+//	         while waiting for the lock (130 SIGINT, 143 SIGTERM, 129 SIGHUP)
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes; see the package documentation.
+const (
+	exitOK       = 0
+	exitError    = 1
+	exitUsage    = 2
+	exitLost     = 3
+	exitBusy     = 75
+	exitTimeout  = 124
+	exitCannot   = 126
+	exitNotFound = 127
+	exitSignal   = 128 // plus the signal's number
+)
+
+// exitCodesText is the exit codes' part of the usage text.
+const exitCodesText = `Exit codes:
+  0        success; for exec, the command's own exit code is returned
+  1        error (ZooKeeper, connection, missing path or node, release failed)
+  2        usage error
+  3        exec: the hold was lost while the command ran
+  75       exec -try: the lock is busy
+  124      exec -timeout: the lock was not acquired in time
+  126, 127 exec: the command could not be run, or was not found
+  128+N    exec: the command died of signal N; or exec was interrupted by
+           signal N while waiting (130 SIGINT, 143 SIGTERM, 129 SIGHUP)
+`
+
+// mainUsage is the usage text of the tool as a whole.
+const mainUsage = `zklock: inspect, revoke and take zklock's and Apache Curator's locks.
+
+Usage:
+  zklock inspect [flags] PATH              show the lock's queue: holders, waiters, tokens
+  zklock revoke  [flags] PATH NODE         ask the holder of NODE to release (cooperative)
+  zklock exec    [flags] PATH -- CMD [ARGS...]
+                                           run CMD while holding the lock
+  zklock help [COMMAND]                    print usage (also -h)
+
+Common flags: -servers (default $ZK_SERVERS), -namespace, -auth user:password,
+-session-timeout. "zklock help COMMAND" lists each command's flags.
+
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// command is one subcommand.
+type command struct {
+	run   func(args []string, stdout, stderr io.Writer) int
+	usage func(w io.Writer)
+}
+
+// commands returns the subcommands by name.
+func commands() map[string]command {
+	return map[string]command{
+		"inspect": {runInspect, func(w io.Writer) { newInspectFlags().printUsage(w) }},
+		"revoke":  {runRevoke, func(w io.Writer) { newRevokeFlags().printUsage(w) }},
+		"exec":    {runExec, func(w io.Writer) { newExecFlags().printUsage(w) }},
+	}
+}
+
+// run runs the tool with args (without the program name) and returns the
+// exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, mainUsage, exitCodesText)
+		return exitUsage
+	}
+	cmds := commands()
+	switch name := args[0]; name {
+	case "help", "-h", "-help", "--help":
+		return runHelp(args[1:], stdout, stderr)
+	default:
+		c, ok := cmds[name]
+		if !ok {
+			fmt.Fprintf(stderr, "zklock: unknown command %q\n\n", name)
+			fmt.Fprint(stderr, mainUsage, exitCodesText)
+			return exitUsage
+		}
+		return c.run(args[1:], stdout, stderr)
+	}
+}
+
+// runHelp prints the usage of the tool, or of one command.
+func runHelp(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, mainUsage, exitCodesText)
+		return exitOK
+	}
+	c, ok := commands()[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "zklock: unknown command %q\n\n", args[0])
+		fmt.Fprint(stderr, mainUsage, exitCodesText)
+		return exitUsage
+	}
+	c.usage(stdout)
+	return exitOK
+}

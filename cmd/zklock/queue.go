@@ -1,0 +1,321 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/layout"
+)
+
+// Recipes, as inspect names them.
+const (
+	recipeMutex     = "mutex"
+	recipeRWLock    = "rwlock"
+	recipeSemaphore = "semaphore"
+	recipeNone      = "none"
+	recipeUnknown   = "unknown"
+)
+
+// Roles of a participant.
+const (
+	roleHolder  = "holder"
+	roleWaiter  = "waiter"
+	roleUnknown = "unknown"
+)
+
+// queueView is what inspect shows of a lock; its JSON form is documented
+// in the package documentation and must stay stable.
+type queueView struct {
+	Path    string     `json:"path"`
+	Recipe  string     `json:"recipe"`
+	Exists  bool       `json:"exists"`
+	Holders int        `json:"holders"`
+	Waiters int        `json:"waiters"`
+	Nodes   []nodeView `json:"nodes"`
+}
+
+// nodeView is one participant of a lock.
+type nodeView struct {
+	Position int       `json:"position"`
+	Queue    string    `json:"queue"`
+	Kind     string    `json:"kind"`
+	Role     string    `json:"role"`
+	Name     string    `json:"name"`
+	Path     string    `json:"path"`
+	Session  string    `json:"session"`
+	Owner    string    `json:"owner"`
+	Created  time.Time `json:"created"`
+	AgeMS    int64     `json:"age_ms"`
+	Token    int64     `json:"token"`
+
+	session int64 // ephemeralOwner
+}
+
+// inspector reads the queue of one lock.
+type inspector struct {
+	c      *zklock.Client
+	common *common
+	path   string // as given, relative to the namespace
+}
+
+// detect names the recipe whose layout children belong to.
+func detect(children []string) string {
+	has := func(sub string) bool {
+		return slices.ContainsFunc(children, func(ch string) bool { return strings.Contains(ch, sub) })
+	}
+	switch {
+	case len(children) == 0:
+		return recipeNone
+	case slices.Contains(children, "leases") || slices.Contains(children, "locks"):
+		return recipeSemaphore
+	case has(layout.ReadLockName) || has(layout.WriteLockName):
+		return recipeRWLock
+	case has("lock-"):
+		return recipeMutex
+	}
+	return recipeUnknown
+}
+
+// view reads the lock's queue once. The children are listed first, so
+// that a watch set by the caller on them misses no later change.
+func (in *inspector) view(ctx context.Context, children []string, exists bool) (*queueView, error) {
+	v := &queueView{Path: in.path, Recipe: recipeNone, Exists: exists, Nodes: []nodeView{}}
+	if !exists {
+		return v, nil
+	}
+	v.Recipe = detect(children)
+	var err error
+	switch v.Recipe {
+	case recipeMutex:
+		err = in.mutex(ctx, v)
+	case recipeRWLock:
+		err = in.rwlock(ctx, v)
+	case recipeSemaphore:
+		err = in.semaphore(ctx, v)
+	case recipeUnknown:
+		slices.Sort(children)
+		err = in.unknown(ctx, v, children)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range v.Nodes {
+		switch n.Role {
+		case roleHolder:
+			v.Holders++
+		case roleWaiter:
+			v.Waiters++
+		}
+	}
+	return v, nil
+}
+
+// mutex fills v with a Mutex's queue: its first node holds.
+func (in *inspector) mutex(ctx context.Context, v *queueView) error {
+	m, err := zklock.NewMutex(in.c, in.path)
+	if err != nil {
+		return err
+	}
+	names, err := participants(ctx, m)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		res, _ := zklock.StandardDriver{}.GetsTheLock(names, name, 1)
+		kind := "lock"
+		if !strings.Contains(name, "lock-") {
+			kind = "unknown"
+		}
+		if err := in.add(v, "lock", kind, name, roleOf(res.Acquired)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rwOrder sorts a read/write lock's readers and writers together by
+// sequence, as both of its sides do.
+type rwOrder struct{ zklock.StandardDriver }
+
+// SortKey is the text after the last "__READ__", then after the last
+// "__WRIT__".
+func (rwOrder) SortKey(child, _ string) string {
+	d := zklock.StandardDriver{}
+	return d.SortKey(d.SortKey(child, layout.ReadLockName), layout.WriteLockName)
+}
+
+// rwlock fills v with a ReadWriteLock's queue: the first node holds if it
+// is a writer, and readers hold while no writer is ahead of them.
+func (in *inspector) rwlock(ctx context.Context, v *queueView) error {
+	m, err := zklock.NewMutex(in.c, in.path, zklock.WithDriver(rwOrder{}))
+	if err != nil {
+		return err
+	}
+	names, err := participants(ctx, m)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		kind, held := "unknown", false
+		switch {
+		case strings.Contains(name, layout.WriteLockName):
+			res, _ := zklock.StandardDriver{}.GetsTheLock(names, name, 1)
+			kind, held = "write", res.Acquired
+		case strings.Contains(name, layout.ReadLockName):
+			held, _, _ = layout.ReaderGetsTheLock(names, name)
+			kind = "read"
+		}
+		if err := in.add(v, "lock", kind, name, roleOf(held)); err != nil {
+			return err
+		}
+	}
+	markDowngrades(v)
+	return nil
+}
+
+// markDowngrades marks as holders the readers that took the place of
+// their own session's held write node (a downgrade: same sequence), which
+// the reader predicate, sorting them behind that writer, would not.
+func markDowngrades(v *queueView) {
+	var order rwOrder
+	for i, n := range v.Nodes {
+		if n.Kind != "read" || n.Role == roleHolder {
+			continue
+		}
+		seq := order.SortKey(n.Name, "")
+		for _, w := range v.Nodes {
+			if w.Kind == "write" && w.Role == roleHolder && w.session == n.session && order.SortKey(w.Name, "") == seq {
+				v.Nodes[i].Role = roleHolder
+			}
+		}
+	}
+}
+
+// semaphore fills v with a Semaphore's leases and its acquirers, queued on
+// its internal lock. Its number of leases is not stored, so every lease
+// holds, except those its internal lock's holder created after taking it:
+// that acquirer is still waiting for them to be granted.
+func (in *inspector) semaphore(ctx context.Context, v *queueView) error {
+	s, err := zklock.NewSemaphore(in.c, in.path, 1)
+	if err != nil {
+		return err
+	}
+	leases, err := s.Participants(ctx)
+	if err != nil {
+		return err
+	}
+	m, err := zklock.NewMutex(in.c, path.Join(in.path, "locks"))
+	if err != nil {
+		return err
+	}
+	acquirers, err := participants(ctx, m)
+	if err != nil {
+		return err
+	}
+	for _, name := range acquirers {
+		if err := in.add(v, "locks", "acquirer", name, roleWaiter); err != nil {
+			return err
+		}
+	}
+	var first *nodeView
+	if len(v.Nodes) > 0 {
+		first = &v.Nodes[0]
+	}
+	var lv queueView
+	for _, name := range leases {
+		if err := in.add(&lv, "leases", "lease", name, roleHolder); err != nil {
+			return err
+		}
+	}
+	for i, l := range lv.Nodes {
+		if first != nil && l.session == first.session && l.Token > first.Token {
+			lv.Nodes[i].Role = roleWaiter
+		}
+	}
+	v.Nodes = append(lv.Nodes, v.Nodes...)
+	return nil
+}
+
+// unknown fills v with children of a layout no recipe makes.
+func (in *inspector) unknown(ctx context.Context, v *queueView, children []string) error {
+	for _, name := range children {
+		if err := in.add(v, "lock", "unknown", name, roleUnknown); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// participants returns the names of m's nodes in the library's queue
+// order.
+func participants(ctx context.Context, m *zklock.Mutex) ([]string, error) {
+	paths, err := m.Participants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = path.Base(p)
+	}
+	return names, nil
+}
+
+// roleOf is the role of a node that holds or not.
+func roleOf(held bool) string {
+	if held {
+		return roleHolder
+	}
+	return roleWaiter
+}
+
+// add reads the node name of queue (a child of the lock, or of its
+// leases or locks node) and appends it to v. A node gone meanwhile is
+// left out.
+func (in *inspector) add(v *queueView, queue, kind, name, role string) error {
+	dir := in.path
+	if queue != "lock" {
+		dir = path.Join(in.path, queue)
+	}
+	p := path.Join(dir, name)
+	data, stat, err := in.c.Conn().Get(in.common.full(p))
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return opError("read", p, err)
+	}
+	created := time.UnixMilli(stat.Ctime).UTC()
+	pos := 0
+	for _, n := range v.Nodes {
+		if n.Queue == queue {
+			pos++
+		}
+	}
+	v.Nodes = append(v.Nodes, nodeView{
+		Position: pos, Queue: queue, Kind: kind, Role: role, Name: name, Path: p,
+		Session: fmt.Sprintf("0x%x", stat.EphemeralOwner), Owner: ownerText(data),
+		Created: created, AgeMS: time.Since(created).Milliseconds(), Token: stat.Czxid,
+		session: stat.EphemeralOwner,
+	})
+	return nil
+}
+
+// ownerText shows node data as text, or as hex if it is not printable.
+func ownerText(data []byte) string {
+	s := string(data)
+	printable := utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) })
+	if printable {
+		return s
+	}
+	return "0x" + hex.EncodeToString(data)
+}

@@ -1,0 +1,6 @@
+//go:build race
+
+package main
+
+// With the race detector on, the binary under test gets it too.
+func init() { buildFlags = append(buildFlags, "-race") }

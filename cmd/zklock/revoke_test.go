@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"path"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/zklock/zklock"
+)
+
+// revocable acquires a Mutex on the test's path whose revocation listener
+// releases the hold, and returns the hold.
+func (e *env) revocable() (*zklock.Mutex, context.Context) {
+	e.t.Helper()
+	m, err := zklock.NewMutex(e.client(), e.path)
+	require.NoError(e.t, err)
+	var (
+		mu   sync.Mutex
+		hold context.Context
+	)
+	m.MakeRevocable(func(m *zklock.Mutex) {
+		mu.Lock()
+		h := hold
+		mu.Unlock()
+		_ = m.Release(h)
+	})
+	h, err := m.Acquire(ctx(e.t))
+	require.NoError(e.t, err)
+	mu.Lock()
+	hold = h
+	mu.Unlock()
+	return m, h
+}
+
+// released waits for the hold to end by a Release.
+func released(t *testing.T, h context.Context) {
+	t.Helper()
+	select {
+	case <-h.Done():
+		assert.True(t, errors.Is(context.Cause(h), zklock.ErrReleased), "cause: %v", context.Cause(h))
+	case <-time.After(waitTimeout):
+		t.Fatalf("the holder did not release within %v", waitTimeout)
+	}
+}
+
+func TestRevokeByName(t *testing.T) {
+	e := setup(t)
+	m, h := e.revocable()
+	node := m.LockPath(h)
+	r := e.run("revoke", e.path, path.Base(node))
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "revocation requested: "+node)
+	released(t, h)
+}
+
+func TestRevokeByPathAndSequence(t *testing.T) {
+	e := setup(t)
+	m, h := e.revocable()
+	r := e.run("revoke", e.path, m.LockPath(h))
+	require.Equal(t, 0, r.code, r.stderr)
+	released(t, h)
+
+	m, h = e.revocable()
+	name := path.Base(m.LockPath(h))
+	r = e.run("revoke", e.path, name[len(name)-10:]) // the sequence number
+	require.Equal(t, 0, r.code, r.stderr)
+	released(t, h)
+}
+
+func TestRevokeMissing(t *testing.T) {
+	e := setup(t)
+	r := e.run("revoke", e.path, "lock-0000000000")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "lock path "+e.path+" does not exist")
+
+	m, h := e.revocable()
+	r = e.run("revoke", e.path, "_c_nosuch-lock-0000000099")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "node _c_nosuch-lock-0000000099 not found under "+e.path)
+	r = e.run("revoke", e.path, "/elsewhere/node")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "/elsewhere/node is not a child of lock path "+e.path)
+	for _, args := range [][]string{{"revoke", e.path}, {"revoke", "nopath", "x"}, {"revoke", e.path, "a", "b"}} {
+		r := e.run(args...)
+		assert.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
+	}
+	require.NoError(t, m.Release(h))
+}
+
+// A semaphore's leases do not listen for revocation: revoke refuses them,
+// however NODE is named, and writes nothing.
+func TestRevokeSemaphoreLeaseRefused(t *testing.T) {
+	e := setup(t)
+	s, err := zklock.NewSemaphore(e.client(), e.path, 2)
+	require.NoError(t, err)
+	lease, err := s.Acquire(ctx(t))
+	require.NoError(t, err)
+	for _, node := range []string{lease.Path(), path.Base(lease.Path()), "leases", "locks", e.path + "/locks/x"} {
+		r := e.run("revoke", e.path, node)
+		assert.Equal(t, 1, r.code, "%s: %s", node, r.stderr)
+		assert.Contains(t, r.stderr, "semaphore leases cannot be revoked", node)
+		assert.NotContains(t, r.stdout, "revocation requested", node)
+	}
+	data, _, err := e.admin.Get(lease.Path())
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "__REVOKE__")
+	require.NoError(t, lease.Release())
+}

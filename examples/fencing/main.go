@@ -1,0 +1,180 @@
+// Command fencing shows why a lock holder must fence its writes. Alice
+// holds a zklock Mutex and writes to a store; then her process stalls (a
+// long GC pause, say: here a proxy holds all her traffic) for longer than
+// her session timeout. ZooKeeper expires her session, deletes her lock
+// node, and bob acquires the lock. When alice wakes up, she does not know
+// yet and writes again: both of her stale writes are rejected, one by a
+// guarded transaction (Mutex.CheckOp in a Multi: her lock node is gone),
+// one by the store, which refuses a fencing token (Mutex.Token) older than
+// the last it accepted.
+//
+// It uses the ensemble in ZK_SERVERS (comma-separated host:port), or starts
+// a throwaway ZooKeeper server when ZK_SERVERS is unset.
+//
+//	go run ./examples/fencing
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/exampleenv"
+	"github.com/zklock/zklock/internal/zktest"
+)
+
+const (
+	root           = "/examples/fencing"
+	lockPath       = root + "/lock"
+	storePath      = root + "/store" // data: "<token> <value>"
+	aliceTimeout   = 2 * time.Second // alice's session timeout
+	exampleTimeout = 30 * time.Second
+)
+
+func main() { exampleenv.Main(run) }
+
+// run plays the story, and fails if a stale write of alice's is accepted.
+func run(ctx context.Context, out io.Writer, servers []string) error {
+	ctx, cancel := context.WithTimeout(ctx, exampleTimeout)
+	defer cancel()
+	admin, err := zklock.Connect(servers)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	defer exampleenv.Cleanup(admin.Conn(), root) // after the sessions close
+	if err := exampleenv.Put(admin.Conn(), storePath, "0 empty"); err != nil {
+		return err
+	}
+	faults, err := zktest.NewFaults(servers)
+	if err != nil {
+		return err
+	}
+	defer faults.Close() // after alice's session closes
+	alice, err := newSession(servers, zklock.WithSessionTimeout(aliceTimeout),
+		zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
+	if err != nil {
+		return err
+	}
+	defer alice.c.Close()
+	defer faults.Resume() // before alice's session closes
+	bob, err := newSession(servers, zklock.WithSessionTimeout(10*time.Second))
+	if err != nil {
+		return err
+	}
+	defer bob.c.Close()
+	return play(ctx, out, alice, bob, faults)
+}
+
+// session is one participant: a session of its own and the Mutex on it.
+type session struct {
+	c      *zklock.Client
+	m      *zklock.Mutex
+	states chan zklock.ConnectionState // every state change, for waiting on
+}
+
+func newSession(servers []string, opts ...zklock.Option) (*session, error) {
+	c, err := zklock.Connect(servers, opts...)
+	if err != nil {
+		return nil, err
+	}
+	m, err := zklock.NewMutex(c, lockPath)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	s := &session{c: c, m: m, states: make(chan zklock.ConnectionState, 64)}
+	c.Listen(func(st zklock.ConnectionState) {
+		select {
+		case s.states <- st:
+		default: // nobody is waiting for so many
+		}
+	})
+	return s, nil
+}
+
+// play runs the story once the sessions exist.
+func play(ctx context.Context, out io.Writer, alice, bob *session, faults *zktest.Faults) error {
+	aliceHeld, err := alice.m.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	aliceToken, err := alice.m.Token(aliceHeld)
+	if err != nil {
+		return err
+	}
+	aliceCheck, err := alice.m.CheckOp(aliceHeld)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "alice: holds the lock, fencing token %d\n", aliceToken)
+	if err := report(out, "alice", fencedWrite(alice.c.Conn(), aliceToken, "alice-1")); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(out, "alice: stalls (all her traffic held) for longer than her %v session timeout\n", aliceTimeout)
+	faults.Pause()
+	bobHeld, err := bob.m.Acquire(ctx) // granted once alice's session expires
+	if err != nil {
+		return err
+	}
+	bobToken, err := bob.m.Token(bobHeld)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "bob:   holds the lock once alice's session expired, fencing token %d\n", bobToken)
+	if err := report(out, "bob", fencedWrite(bob.c.Conn(), bobToken, "bob-1")); err != nil {
+		return err
+	}
+
+	faults.Resume()
+	if err := awaitNewSession(ctx, alice); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "alice: wakes up and, not having looked at her hold, writes again:")
+	if err := staleWrites(out, alice, aliceToken, aliceCheck); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "alice: her hold's context says: lost=%t\n", errors.Is(context.Cause(aliceHeld), zklock.ErrLockLost))
+	if err := alice.m.Release(aliceHeld); !errors.Is(err, zklock.ErrLockLost) {
+		return fmt.Errorf("alice's release: want ErrLockLost, got %v", err)
+	}
+	return errors.Join(bob.m.Release(bobHeld), printStore(out, bob.c.Conn()))
+}
+
+// staleWrites makes alice's two late writes and fails if either is
+// accepted.
+func staleWrites(out io.Writer, alice *session, token int64, check *zk.CheckVersionRequest) error {
+	_, err := alice.c.Conn().Multi(check, &zk.SetDataRequest{Path: storePath, Data: []byte("? alice-2"), Version: -1})
+	if err == nil {
+		return errors.New("VIOLATED: alice's guarded write committed after she lost the lock")
+	}
+	fmt.Fprintf(out, "alice: guarded write (check on her lock node + set) REJECTED: %v\n", err)
+	err = fencedWrite(alice.c.Conn(), token, "alice-2")
+	if !errors.Is(err, errStale) {
+		return fmt.Errorf("VIOLATED: alice's write with token %d: want a rejection, got %v", token, err)
+	}
+	return report(out, "alice", err)
+}
+
+// awaitNewSession waits until s's Client has its session back after
+// losing it: the server expired it, so go-zookeeper made a new one.
+func awaitNewSession(ctx context.Context, s *session) error {
+	lost := false
+	for {
+		select {
+		case st := <-s.states:
+			lost = lost || st == zklock.StateLost
+			if lost && st == zklock.StateReconnected {
+				return nil
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("alice's session did not come back: %w", ctx.Err())
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock/internal/exampleenv"
+	"github.com/zklock/zklock/internal/zktest"
+)
+
+func TestMain(m *testing.M) { zktest.Main(m) }
+
+// Bob's token is newer than alice's, both of alice's stale writes are
+// rejected, and the store keeps bob's value.
+func TestIntegration_Fencing(t *testing.T) {
+	text := exampleenv.RunT(t, run, root)
+
+	alice := regexp.MustCompile(`alice: holds the lock, fencing token (\d+)`).FindStringSubmatch(text)
+	bob := regexp.MustCompile(`bob:   holds the lock once alice's session expired, fencing token (\d+)`).FindStringSubmatch(text)
+	require.NotNil(t, alice)
+	require.NotNil(t, bob)
+	a, _ := strconv.ParseInt(alice[1], 10, 64)
+	b, _ := strconv.ParseInt(bob[1], 10, 64)
+	assert.Greater(t, b, a, "tokens increase from holder to holder")
+
+	assert.Contains(t, text, "alice: guarded write (check on her lock node + set) REJECTED: zk: node does not exist")
+	assert.Contains(t, text, "alice: fenced write REJECTED by the store: write \"alice-2\" with token "+alice[1]+": stale fencing token (the store has seen "+bob[1]+")")
+	assert.Contains(t, text, "alice: her hold's context says: lost=true")
+	assert.Contains(t, text, `store: "`+bob[1]+` bob-1"`)
+}

@@ -1,0 +1,153 @@
+// Command multilock moves money between two accounts kept in ZooKeeper,
+// in both directions at once (A→B and B→A, many times, from several
+// sessions), each transfer holding a zklock MultiLock over both accounts'
+// locks. The MultiLock takes the locks in sorted path order whichever way
+// the money goes, so opposite transfers never deadlock, and since each
+// transfer reads and writes both balances under both locks, the total is
+// conserved.
+//
+// It uses the ensemble in ZK_SERVERS (comma-separated host:port), or starts
+// a throwaway ZooKeeper server when ZK_SERVERS is unset.
+//
+//	go run ./examples/multilock
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/exampleenv"
+)
+
+const (
+	root      = "/examples/multilock"
+	sessions  = 4   // each runs one A→B and one B→A worker
+	transfers = 10  // per worker
+	amount    = 7   // per transfer
+	opening   = 100 // each account's opening balance
+	deadline  = 30 * time.Second
+)
+
+// account is a balance node and the path of its lock.
+type account struct{ name, balance, lock string }
+
+var accounts = map[string]account{
+	"A": {"A", root + "/accounts/A", root + "/locks/A"},
+	"B": {"B", root + "/accounts/B", root + "/locks/B"},
+}
+
+func main() { exampleenv.Main(run) }
+
+// run opens both accounts, runs the transfers, and fails if the total is
+// not conserved or the transfers did not finish within the deadline (a
+// deadlock).
+func run(ctx context.Context, out io.Writer, servers []string) error {
+	admin, err := zklock.Connect(servers)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	defer exampleenv.Cleanup(admin.Conn(), root) // after the sessions close
+	for _, a := range accounts {
+		if err := exampleenv.Put(admin.Conn(), a.balance, strconv.Itoa(opening)); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "A and B open with %d each; %d sessions each run %d transfers A→B and %d B→A of %d\n",
+		opening, sessions, transfers, transfers, amount)
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	done, err := transferAll(ctx, servers)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("VIOLATED: transfers still blocked after %v (deadlock?): %w", deadline, err)
+		}
+		return err
+	}
+	a, errA := balance(admin.Conn(), accounts["A"])
+	b, errB := balance(admin.Conn(), accounts["B"])
+	if err := errors.Join(errA, errB); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d transfers done, no deadlock; A=%d B=%d total=%d (opened with %d)\n", done, a, b, a+b, 2*opening)
+	if a+b != 2*opening {
+		return fmt.Errorf("VIOLATED: total %d, expected %d", a+b, 2*opening)
+	}
+	return nil
+}
+
+// transferAll runs every worker and returns how many transfers were done.
+func transferAll(ctx context.Context, servers []string) (int, error) {
+	var wg sync.WaitGroup
+	results := make(chan error, 2*sessions*transfers)
+	for range sessions {
+		c, err := zklock.Connect(servers, zklock.WithSessionTimeout(10*time.Second))
+		if err != nil {
+			return 0, err
+		}
+		defer c.Close()
+		for _, dir := range [][2]string{{"A", "B"}, {"B", "A"}} {
+			from, to := accounts[dir[0]], accounts[dir[1]]
+			// Locks listed in transfer order; NewMultiLockPaths sorts them.
+			ml, err := zklock.NewMultiLockPaths(c, from.lock, to.lock)
+			if err != nil {
+				return 0, err
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range transfers {
+					results <- transfer(ctx, c.Conn(), ml, from, to)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(results)
+	var errs []error
+	done := 0
+	for err := range results {
+		if err == nil {
+			done++
+		}
+		errs = append(errs, err)
+	}
+	return done, errors.Join(errs...)
+}
+
+// transfer moves amount from one account to the other under both locks: a
+// read-modify-write of each balance that, without the locks, would lose
+// updates.
+func transfer(ctx context.Context, conn *zk.Conn, ml *zklock.MultiLock, from, to account) error {
+	hold, err := ml.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	f, err := balance(conn, from)
+	if err == nil {
+		var t int
+		if t, err = balance(conn, to); err == nil {
+			err = errors.Join(
+				exampleenv.Put(conn, from.balance, strconv.Itoa(f-amount)),
+				exampleenv.Put(conn, to.balance, strconv.Itoa(t+amount)))
+		}
+	}
+	return errors.Join(err, ml.Release(hold))
+}
+
+// balance reads an account's balance.
+func balance(conn *zk.Conn, a account) (int, error) {
+	data, _, err := conn.Get(a.balance)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", a.name, err)
+	}
+	return strconv.Atoi(string(data))
+}

@@ -1,0 +1,160 @@
+// Command revoke shows cooperative revocation: alice holds a zklock Mutex
+// she made revocable; bob, in another session, finds her lock node among
+// the participants and asks her to release it with zklock.Revoke (the
+// same request as Curator's Revoker.attemptRevoke); alice's callback runs,
+// she finishes up and releases, and bob gets the lock.
+//
+// It uses the ensemble in ZK_SERVERS (comma-separated host:port), or starts
+// a throwaway ZooKeeper server when ZK_SERVERS is unset.
+//
+//	go run ./examples/revoke
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/exampleenv"
+)
+
+const (
+	root     = "/examples/revoke"
+	lockPath = root + "/lock"
+)
+
+func main() { exampleenv.Main(run) }
+
+// story prints numbered events, in the order they happen.
+type story struct {
+	mu  sync.Mutex // protects n and serialises printing
+	out io.Writer
+	n   int
+}
+
+func (s *story) say(who, format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	fmt.Fprintf(s.out, "%d. %-5s %s\n", s.n, who, fmt.Sprintf(format, args...))
+}
+
+// run plays the story and fails if bob does not get the lock after
+// alice's release.
+func run(ctx context.Context, out io.Writer, servers []string) error {
+	admin, err := zklock.Connect(servers)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	defer exampleenv.Cleanup(admin.Conn(), root) // after the sessions close
+	alice, err := newMutex(servers)
+	if err != nil {
+		return err
+	}
+	defer alice.c.Close()
+	bob, err := newMutex(servers)
+	if err != nil {
+		return err
+	}
+	defer bob.c.Close()
+
+	s := &story{out: out}
+	held, aliceDone, err := aliceHolds(ctx, s, alice)
+	if err != nil {
+		return err
+	}
+	err = bobRevokes(ctx, s, bob)
+	if err != nil {
+		_ = alice.m.Release(held) // alice was never asked: end her wait
+	}
+	aerr := <-aliceDone
+	if err := errors.Join(err, aerr); err != nil {
+		return err
+	}
+	s.say("alice", "sees her hold's context ended: %v", context.Cause(held))
+	if !errors.Is(context.Cause(held), zklock.ErrReleased) {
+		return errors.New("VIOLATED: alice's hold did not end by her release")
+	}
+	return nil
+}
+
+// session is one participant: a session of its own and the Mutex on it.
+type session struct {
+	c *zklock.Client
+	m *zklock.Mutex
+}
+
+func newMutex(servers []string) (*session, error) {
+	c, err := zklock.Connect(servers, zklock.WithSessionTimeout(10*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	m, err := zklock.NewMutex(c, lockPath)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &session{c, m}, nil
+}
+
+// aliceHolds makes alice's Mutex revocable and acquires it. When asked to
+// release, alice finishes her work and releases; the returned channel
+// gives the outcome.
+func aliceHolds(ctx context.Context, s *story, alice *session) (context.Context, <-chan error, error) {
+	asked := make(chan struct{}, 1)
+	alice.m.MakeRevocable(func(*zklock.Mutex) {
+		select {
+		case asked <- struct{}{}:
+		default: // already asked
+		}
+	})
+	held, err := alice.m.Acquire(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.say("alice", "holds the lock, revocable, with node %s", alice.m.LockPath(held))
+	done := make(chan error, 1)
+	go func() {
+		select {
+		case <-asked:
+		case <-held.Done():
+			done <- fmt.Errorf("alice's hold ended before she was asked: %w", context.Cause(held))
+			return
+		}
+		s.say("alice", "is asked to release: finishes her work and releases")
+		done <- alice.m.Release(held)
+	}()
+	return held, done, nil
+}
+
+// bobRevokes finds that the lock is taken, asks its holder to release it,
+// and waits for the lock.
+func bobRevokes(ctx context.Context, s *story, bob *session) error {
+	if _, err := bob.m.TryAcquire(ctx); !errors.Is(err, zklock.ErrLocked) {
+		return fmt.Errorf("bob's TryAcquire: want ErrLocked, got %v", err)
+	}
+	nodes, err := bob.m.Participants(ctx)
+	if err != nil {
+		return err
+	}
+	if len(nodes) != 1 {
+		return fmt.Errorf("want one participant, got %v", nodes)
+	}
+	s.say("bob", "finds the lock taken (ErrLocked); asks the holder of %s to release, and waits", nodes[0])
+	if err := zklock.Revoke(ctx, bob.c, nodes[0]); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	held, err := bob.m.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("VIOLATED: bob did not get the lock after the revocation: %w", err)
+	}
+	s.say("bob", "holds the lock, with node %s", bob.m.LockPath(held))
+	return bob.m.Release(held)
+}

@@ -1,0 +1,203 @@
+// Command rwlock is a configuration cache on a zklock ReadWriteLock: a
+// configuration of two keys that must always match, kept in ZooKeeper,
+// read by many readers (several sessions) and updated by one writer that
+// writes the two keys one after the other, slowly.
+//
+// The writer takes the write lock, updates both keys, then downgrades, as
+// Curator allows: it takes the read lock while holding the write lock and
+// releases the write lock, so it reads back what it wrote and no writer can
+// come in between. Readers hold the read lock while they read both keys,
+// so none ever sees a half-written configuration.
+//
+// It uses the ensemble in ZK_SERVERS (comma-separated host:port), or starts
+// a throwaway ZooKeeper server when ZK_SERVERS is unset.
+//
+//	go run ./examples/rwlock
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/exampleenv"
+)
+
+const (
+	root     = "/examples/rwlock"
+	lockPath = root + "/lock"     // only lock nodes live under a lock path
+	keyA     = root + "/config/a" // the two keys that must match
+	keyB     = root + "/config/b"
+	readers  = 4                     // reader sessions
+	versions = 5                     // configurations the writer publishes
+	halfway  = 20 * time.Millisecond // between the writer's two writes
+)
+
+func main() { exampleenv.Main(run) }
+
+// run publishes the configurations while the readers read, and fails if a
+// reader or the writer ever saw keys that do not match.
+func run(ctx context.Context, out io.Writer, servers []string) error {
+	admin, err := zklock.Connect(servers)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	defer exampleenv.Cleanup(admin.Conn(), root)
+	if err := setConfig(admin.Conn(), "v0"); err != nil {
+		return err
+	}
+	stop := make(chan struct{})
+	var reads, torn atomic.Int64
+	var wg sync.WaitGroup
+	readerErrs := make([]error, readers)
+	for i := range readers {
+		s, err := newSession(servers)
+		if err != nil {
+			close(stop)
+			wg.Wait()
+			return err
+		}
+		defer s.c.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			readerErrs[i] = s.readLoop(ctx, stop, &reads, &torn)
+		}()
+	}
+	werr := writer(ctx, out, servers)
+	close(stop)
+	wg.Wait()
+	if err := errors.Join(append(readerErrs, werr)...); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "readers: %d sessions made %d reads; %d saw a half-written config\n", readers, reads.Load(), torn.Load())
+	if torn.Load() > 0 {
+		return fmt.Errorf("VIOLATED: %d reads saw a half-written config", torn.Load())
+	}
+	return nil
+}
+
+// session is one participant: a session of its own, as a process would
+// have, and the lock on it.
+type session struct {
+	c  *zklock.Client
+	rw *zklock.ReadWriteLock
+}
+
+// newSession opens a session and makes the lock on it; the caller closes
+// s.c.
+func newSession(servers []string) (*session, error) {
+	c, err := zklock.Connect(servers, zklock.WithSessionTimeout(10*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	rw, err := zklock.NewReadWriteLock(c, lockPath)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &session{c: c, rw: rw}, nil
+}
+
+// readLoop reads the configuration under the read lock until stop is
+// closed, counting reads and reads whose keys differ.
+func (s *session) readLoop(ctx context.Context, stop <-chan struct{}, reads, torn *atomic.Int64) error {
+	for {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		err := s.rw.ReadLock().Do(ctx, func(context.Context) error {
+			a, b, err := getConfig(s.c.Conn())
+			if err != nil {
+				return err
+			}
+			reads.Add(1)
+			if a != b {
+				torn.Add(1)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// writer publishes versions v1..vN, each under the write lock, and reads
+// each back after downgrading to the read lock.
+func writer(ctx context.Context, out io.Writer, servers []string) error {
+	s, err := newSession(servers)
+	if err != nil {
+		return err
+	}
+	defer s.c.Close()
+	for v := 1; v <= versions; v++ {
+		if err := s.publish(ctx, out, fmt.Sprintf("v%d", v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publish writes version under the write lock, downgrades, and reads it
+// back under the read lock.
+func (s *session) publish(ctx context.Context, out io.Writer, version string) error {
+	rw, conn := s.rw, s.c.Conn()
+	wctx, err := rw.WriteLock().Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The two keys are written one after the other: a reader that did not
+	// hold the read lock could see a new a with an old b in between.
+	if err := setConfig(conn, version); err != nil {
+		return errors.Join(err, rw.WriteLock().Release(wctx))
+	}
+	// Downgrade: the read lock is granted at once to the context that
+	// holds the write lock; then the write lock is released.
+	rctx, err := rw.ReadLock().Acquire(wctx)
+	if err != nil {
+		return errors.Join(err, rw.WriteLock().Release(wctx))
+	}
+	werr := rw.WriteLock().Release(wctx)
+	a, b, err := getConfig(conn)
+	fmt.Fprintf(out, "writer: wrote %s under the write lock, downgraded, read back a=%s b=%s\n", version, a, b)
+	err = errors.Join(werr, err, rw.ReadLock().Release(rctx))
+	if err == nil && (a != version || b != version) {
+		err = fmt.Errorf("VIOLATED: wrote %s, read back a=%s b=%s", version, a, b)
+	}
+	return err
+}
+
+// setConfig writes version into both keys, one after the other, creating
+// them if needed.
+func setConfig(conn *zk.Conn, version string) error {
+	for i, key := range []string{keyA, keyB} {
+		if i == 1 {
+			time.Sleep(halfway) // a slow writer: the window a lock must cover
+		}
+		if err := exampleenv.Put(conn, key, version); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// getConfig reads both keys.
+func getConfig(conn *zk.Conn) (a, b string, err error) {
+	da, _, err := conn.Get(keyA)
+	if err != nil {
+		return "", "", err
+	}
+	db, _, err := conn.Get(keyB)
+	return string(da), string(db), err
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestChaosShort is the chaos suite's short mode, run by make test: a
+// minute of contention under every kind of fault, then a smaller load
+// phase. CHAOS_SEED replays a schedule.
+func TestChaosShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the chaos suite takes minutes")
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("CHAOS_SEED"); s != "" {
+		var err error
+		seed, err = strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err)
+	}
+	cfg := config{seed: seed, duration: time.Minute, sessions: 16, timeout: 4 * time.Second,
+		maxLeases: 3, maxHold: 50 * time.Millisecond, calm: 2 * time.Second, out: testLog{t}}
+	rep, err := run(context.Background(), cfg, loadConfig{waiters: 300, sessions: 10})
+	var out bytes.Buffer
+	rep.print(&out)
+	t.Log(out.String())
+	require.NoError(t, err, "seed %d", seed)
+	assert.True(t, rep.clean(), "violations, orphans or leaks; replay with CHAOS_SEED=%d", seed)
+	if rep.noPartitions == "" {
+		assert.Empty(t, rep.missingFaults(), "every kind of fault was injected")
+	}
+	for k := kindMutex; k <= kindLease; k++ {
+		assert.Positive(t, rep.acquired[k], "%s sections", k)
+	}
+	assert.Positive(t, rep.staleBlocked, "stale guarded writes were refused")
+}
+
+// testLog sends progress lines to the test log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func sec(k kind, who string, token int64, from, to int) section {
+	return section{kind: k, who: who, token: token, start: at(from), end: at(to)}
+}
+
+func TestCheckerExclusion(t *testing.T) {
+	var j journal
+	j.add(sec(kindMutex, "a", 1, 0, 10))
+	j.add(sec(kindMutex, "b", 2, 10, 20)) // touching is not overlapping
+	j.add(sec(kindMutex, "c", 3, 15, 30)) // overlaps b
+	v := j.check(1)
+	require.Len(t, v.violations, 1)
+	assert.Contains(t, v.violations[0], "two holders: mutex b")
+}
+
+func TestCheckerLostBeforeOverlap(t *testing.T) {
+	var j journal
+	a := sec(kindMutex, "a", 1, 0, 50)
+	a.lost = at(20) // told at 20, went on until 50
+	j.add(a)
+	j.add(sec(kindMutex, "b", 2, 30, 40))
+	v := j.check(1)
+	assert.Empty(t, v.violations)
+	assert.Len(t, v.lostBeforeOverlap, 1)
+
+	var late journal
+	a.lost = at(35) // told only after b started
+	late.add(a)
+	late.add(sec(kindMutex, "b", 2, 30, 40))
+	assert.Len(t, late.check(1).violations, 1)
+}
+
+func TestCheckerReadersAndWriters(t *testing.T) {
+	var j journal
+	j.add(sec(kindRead, "r1", 1, 0, 30))
+	j.add(sec(kindRead, "r2", 2, 5, 25))  // readers share
+	j.add(sec(kindWrite, "w", 3, 20, 40)) // a writer with readers: wrong
+	v := j.check(1)
+	assert.Len(t, v.violations, 2)
+}
+
+func TestCheckerTokens(t *testing.T) {
+	var j journal
+	j.add(sec(kindMutex, "a", 5, 0, 10))
+	j.add(sec(kindMutex, "b", 4, 10, 20)) // went back
+	assert.Len(t, j.check(1).violations, 1)
+
+	var rw journal
+	rw.add(sec(kindRead, "r1", 7, 0, 10))
+	rw.add(sec(kindRead, "r2", 6, 1, 10)) // readers may come out of order
+	rw.add(sec(kindWrite, "w", 8, 10, 20))
+	rw.add(sec(kindRead, "r3", 7, 20, 30)) // a reader after a writer with a smaller token
+	v := rw.check(1)
+	require.Len(t, v.violations, 1)
+	assert.Contains(t, v.violations[0], "read r3")
+}
+
+func TestCheckerLeases(t *testing.T) {
+	var j journal
+	j.add(sec(kindLease, "a", 1, 0, 10))
+	j.add(sec(kindLease, "b", 2, 0, 10))
+	j.add(sec(kindLease, "c", 3, 10, 20)) // a and b ended at 10
+	v := j.check(2)
+	assert.Empty(t, v.violations)
+	assert.Equal(t, 2, v.maxLeases)
+	j.add(sec(kindLease, "d", 4, 5, 15))
+	assert.Len(t, j.check(2).violations, 1)
+}
+
+func TestCheckerWrites(t *testing.T) {
+	var j journal
+	j.wrote(fencedWrite{kind: kindMutex, zxid: 10, token: 3, who: "a"})
+	j.wrote(fencedWrite{kind: kindMutex, zxid: 12, token: 3, who: "a"})
+	j.wrote(fencedWrite{kind: kindWrite, zxid: 13, token: 1, who: "w"}) // another lock
+	j.wrote(fencedWrite{kind: kindMutex, zxid: 11, token: 5, who: "b"})
+	v := j.check(1)
+	require.Len(t, v.violations, 1)
+	assert.Contains(t, v.violations[0], "stale write accepted on mutex: mutex a with token 3 after mutex b with token 5")
+
+	var rw journal
+	rw.wrote(fencedWrite{kind: kindRead, zxid: 1, token: 7, who: "r1"})
+	rw.wrote(fencedWrite{kind: kindRead, zxid: 2, token: 6, who: "r2"}) // readers in any order
+	rw.wrote(fencedWrite{kind: kindWrite, zxid: 3, token: 8, who: "w"})
+	rw.wrote(fencedWrite{kind: kindRead, zxid: 4, token: 7, who: "r3"}) // a reader behind the writer
+	rw.wrote(fencedWrite{kind: kindLease, zxid: 5, token: 1, who: "l"}) // leases are not ordered
+	v = rw.check(1)
+	require.Len(t, v.violations, 1)
+	assert.Contains(t, v.violations[0], "read r3 with token 7 after write w with token 8")
+}

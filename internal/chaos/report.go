@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// report is the outcome of a run.
+type report struct {
+	cfg          config
+	elapsed      time.Duration
+	noPartitions string // why servers could not be partitioned, if so
+	faults       [numFaults]int64
+	acquired     [4]int64
+	lost         [4]int64
+	acquireErrs  [4]int64
+	staleBlocked int64
+	writeErrs    int64
+	lateWrites   int64
+	redone       int // deletes the ensemble acknowledged, then undid, which the Client did again
+	verdict      verdict
+	orphansOpen  []string // lock nodes left after every worker released, sessions open
+	orphans      []string // ephemeral nodes left after every session closed
+	leaks        string   // goroutines left after everything closed
+	load         *loadReport
+}
+
+func (r *report) stats(c *counters) {
+	for k := range r.acquired {
+		r.acquired[k] = c.acquired[k].Load()
+		r.lost[k] = c.lost[k].Load()
+		r.acquireErrs[k] = c.acquireErrs[k].Load()
+	}
+	r.staleBlocked = c.staleBlocked.Load()
+	r.writeErrs = c.writeErrs.Load()
+	r.lateWrites = c.lateWrites.Load()
+}
+
+// clean reports whether the run found nothing wrong.
+func (r *report) clean() bool {
+	return len(r.verdict.violations) == 0 && len(r.orphansOpen) == 0 && len(r.orphans) == 0 &&
+		r.leaks == "" && (r.load == nil || r.load.clean())
+}
+
+// missingFaults lists the fault kinds that were never injected.
+func (r *report) missingFaults() []string {
+	var out []string
+	for k, n := range r.faults {
+		if n == 0 {
+			out = append(out, faultKind(k).String())
+		}
+	}
+	return out
+}
+
+func (r *report) print(w io.Writer) {
+	fmt.Fprintf(w, "\nzklock chaos: seed %d, %v of contention, %v in all, %d sessions (timeout %v, half StandardPolicy, half SessionPolicy)\n",
+		r.cfg.seed, r.cfg.duration, r.elapsed.Round(time.Second), r.cfg.sessions, r.cfg.timeout)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nsections\tacquired\tlost (all signalled)\tacquires failed or timed out")
+	for k := kindMutex; k <= kindLease; k++ {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", k, r.acquired[k], r.lost[k], r.acquireErrs[k])
+	}
+	fmt.Fprintln(tw, "\nfault\tinjected")
+	for k := faultKind(0); k < numFaults; k++ {
+		fmt.Fprintf(tw, "%s\t%d\n", k, r.faults[k])
+	}
+	tw.Flush()
+	if r.noPartitions != "" {
+		fmt.Fprintf(w, "partitions were not possible: %s\n", r.noPartitions)
+	}
+	fmt.Fprintf(w, "\nguarded writes with a stale token refused by ZooKeeper: %d (failed on the connection: %d)\n", r.staleBlocked, r.writeErrs)
+	fmt.Fprintf(w, "writes guarded by a released hold accepted while its delete went on in the background (checked for order): %d\n", r.lateWrites)
+	fmt.Fprintf(w, "deletes acknowledged by ZooKeeper, undone by a leader change, and done again by the Client: %d\n", r.redone)
+	fmt.Fprintf(w, "most semaphore leases held at once: %d of %d\n", r.verdict.maxLeases, r.cfg.maxLeases)
+	fmt.Fprintf(w, "overlaps after the earlier holder was told of its loss: %d\n", len(r.verdict.lostBeforeOverlap))
+	for _, l := range r.verdict.lostBeforeOverlap {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	if r.load != nil {
+		r.load.print(w)
+	}
+	r.printProblems(w)
+}
+
+func (r *report) printProblems(w io.Writer) {
+	fmt.Fprintf(w, "\nviolations: %d\n", len(r.verdict.violations))
+	for _, v := range r.verdict.violations {
+		fmt.Fprintf(w, "  %s\n", v)
+	}
+	fmt.Fprintf(w, "orphan nodes: %d with the sessions open, %d after they closed\n", len(r.orphansOpen), len(r.orphans))
+	for _, o := range append(r.orphansOpen, r.orphans...) {
+		fmt.Fprintf(w, "  %s\n", o)
+	}
+	if r.leaks != "" {
+		fmt.Fprintf(w, "leaked goroutines:\n%s\n", indent(r.leaks))
+	} else {
+		fmt.Fprintln(w, "leaked goroutines: 0")
+	}
+	if m := r.missingFaults(); len(m) > 0 {
+		fmt.Fprintf(w, "fault kinds never injected: %s\n", strings.Join(m, "; "))
+	}
+	verdict := "PASS"
+	if !r.clean() {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(w, "%s (replay: make chaos SEED=%d DURATION=%v)\n", verdict, r.cfg.seed, r.cfg.duration)
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n  ")
+}

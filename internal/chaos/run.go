@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/zktest"
+)
+
+// config sets up a chaos run.
+type config struct {
+	seed      uint64
+	duration  time.Duration // how long the workers contend under faults
+	sessions  int           // client sessions, each behind its own proxy
+	timeout   time.Duration // their session timeout
+	maxLeases int           // the semaphore's
+	maxHold   time.Duration // longest critical section
+	calm      time.Duration // longest quiet time between faults
+	noFaults  bool          // contend without faults
+	only      []faultKind   // inject only these kinds; nil: every kind
+	out       io.Writer     // progress lines
+}
+
+const root = "/zklock-chaos"
+
+// session is one client session and its locks.
+type session struct {
+	idx    int
+	policy zklock.ErrorPolicy
+	faults *zktest.Faults
+	client *zklock.Client
+	log    *logBuf // what its Client logged
+}
+
+// contention is the state of the contention phase.
+type contention struct {
+	cfg      config
+	cluster  zktest.Cluster
+	admin    *zk.Conn
+	sessions []*session
+	j        journal
+	st       counters
+}
+
+// openSessions connects cfg.sessions clients, alternating the error
+// policies, each through its own fault proxies.
+func (c *contention) openSessions() error {
+	for i := 0; i < c.cfg.sessions; i++ {
+		f, err := zktest.NewFaults(c.cluster.Servers())
+		if err != nil {
+			return err
+		}
+		s := &session{idx: i, policy: zklock.ErrorPolicy(i % 2), faults: f, log: newLogBuf(20000)}
+		c.sessions = append(c.sessions, s)
+		s.client, err = zklock.Connect(c.cluster.Servers(),
+			zklock.WithSessionTimeout(c.cfg.timeout),
+			zklock.WithConnectTimeout(time.Minute),
+			zklock.WithErrorPolicy(s.policy),
+			zklock.WithLogger(slog.New(s.log)),
+			zklock.WithZKOptions(zk.WithDialer(f.Dial)))
+		if err != nil {
+			return fmt.Errorf("session %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// workers builds each session's workers: one on the Mutex, one on the
+// ReadWriteLock (a writer in every fourth session, else a reader), one on
+// the Semaphore.
+func (c *contention) workers() ([]*worker, error) {
+	var ws []*worker
+	for _, s := range c.sessions {
+		m, err := zklock.NewMutex(s.client, root+"/mutex")
+		if err != nil {
+			return nil, err
+		}
+		rw, err := zklock.NewReadWriteLock(s.client, root+"/rwlock")
+		if err != nil {
+			return nil, err
+		}
+		sem, err := zklock.NewSemaphore(s.client, root+"/semaphore", c.cfg.maxLeases)
+		if err != nil {
+			return nil, err
+		}
+		side, k := rw.ReadLock(), kindRead
+		if s.idx%4 == 0 {
+			side, k = rw.WriteLock(), kindWrite
+		}
+		for _, r := range []recipe{
+			mutexRecipe(kindMutex, m, resource("mutex")),
+			mutexRecipe(k, side, resource("rwlock")),
+			leaseRecipe(sem, resource("semaphore")),
+		} {
+			ws = append(ws, c.worker(s, r))
+		}
+	}
+	return ws, nil
+}
+
+func (c *contention) worker(s *session, r recipe) *worker {
+	return &worker{
+		who:     r.kind.label(s.idx),
+		r:       r,
+		conn:    s.client.Conn(),
+		j:       &c.j,
+		st:      &c.st,
+		rnd:     rand.New(rand.NewPCG(c.cfg.seed, uint64(s.idx)<<8|uint64(r.kind))),
+		maxHold: c.cfg.maxHold,
+		patient: 4 * c.cfg.timeout,
+		notice:  2 * c.cfg.timeout,
+	}
+}
+
+func resource(lock string) string { return path.Join(root, "resource-"+lock) }
+
+// makeResources creates the nodes the guarded writes go to.
+func (c *contention) makeResources() error {
+	if err := zktest.DeleteTree(c.admin, root); err != nil {
+		return err
+	}
+	for _, p := range []string{root, resource("mutex"), resource("rwlock"), resource("semaphore")} {
+		if _, err := c.admin.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			return fmt.Errorf("create %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// contend runs the workers and the monkey for the configured time, then
+// stops the workers; every worker releases what it holds before it ends.
+func (c *contention) contend(ctx context.Context, m *monkey) error {
+	ws, err := c.workers()
+	if err != nil {
+		return err
+	}
+	wctx, stop := context.WithTimeout(ctx, c.cfg.duration)
+	defer stop()
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.run(wctx)
+		}()
+	}
+	var monkeyErr error
+	if c.cfg.noFaults {
+		<-wctx.Done()
+	} else {
+		monkeyErr = m.run(wctx)
+	}
+	stop()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * c.cfg.timeout):
+		return errors.Join(monkeyErr, errors.New("workers did not stop within ten session timeouts"))
+	}
+	return monkeyErr
+}
+
+// closeSessions closes every client and proxy.
+func (c *contention) closeSessions() error {
+	var errs []error
+	for _, s := range c.sessions {
+		if s.client != nil {
+			errs = append(errs, s.client.Close())
+		}
+		errs = append(errs, s.faults.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// orphans lists the ephemeral nodes left under the chaos root, with the
+// session that owns each.
+func (c *contention) orphans() ([]string, error) {
+	nodes, err := zktest.Ephemerals(c.admin, root)
+	for i, n := range nodes {
+		if _, st, err := c.admin.Get(n); err == nil {
+			nodes[i] = fmt.Sprintf("%s (session 0x%x%s, created %s, on servers %s)%s", n, st.EphemeralOwner, c.whose(st.EphemeralOwner),
+				time.UnixMilli(st.Ctime).Format("15:04:05.000"), c.holders(n), c.trace(n, st.EphemeralOwner))
+		}
+	}
+	return nodes, err
+}
+
+// holders asks every server on its own whether node n exists.
+func (c *contention) holders(n string) string {
+	var out []string
+	for i, srv := range c.cluster.Servers() {
+		conn, _, err := zk.Connect([]string{srv}, 10*time.Second, zk.WithLogger(quiet{}))
+		if err != nil {
+			out = append(out, fmt.Sprintf("%d:%v", i, err))
+			continue
+		}
+		ok, st, err := conn.Exists(n)
+		conn.Close()
+		out = append(out, fmt.Sprintf("%d:%v(mzxid 0x%x, err %v)", i, ok, st.Mzxid, err))
+	}
+	return strings.Join(out, " ")
+}
+
+// trace returns what the owning session's Client logged about node n.
+func (c *contention) trace(n string, sid int64) string {
+	name := path.Base(n)
+	id, _, ok := strings.Cut(strings.TrimPrefix(name, "_c_"), "-lock")
+	if !ok {
+		id, _, _ = strings.Cut(strings.TrimPrefix(name, "_c_"), "-lease")
+	}
+	id, _, _ = strings.Cut(id, "-__")
+	s := c.sessionOf(sid)
+	if s == nil {
+		return ""
+	}
+	out := s.log.grep(id)
+	if len(out) == 0 {
+		return ""
+	}
+	return "\n      " + strings.Join(out, "\n      ")
+}
+
+// whose names the chaos session with id sid, if it is one.
+func (c *contention) whose(sid int64) string {
+	if s := c.sessionOf(sid); s != nil {
+		return fmt.Sprintf(", s%02d, %v, state %v", s.idx, s.policy, s.client.State())
+	}
+	return ""
+}
+
+// sessionOf returns the chaos session whose id is sid, or nil.
+func (c *contention) sessionOf(sid int64) *session {
+	for _, s := range c.sessions {
+		if s.client != nil && s.client.Conn().SessionID() == sid {
+			return s
+		}
+	}
+	return nil
+}

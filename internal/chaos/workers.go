@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock"
+)
+
+// held is one hold, whatever the recipe.
+type held struct {
+	token   int64
+	check   *zk.CheckVersionRequest
+	done    <-chan struct{}  // closed when the hold ends (lost or released)
+	ended   <-chan time.Time // receives, once, when done was seen closed
+	release func() error
+	cause   func() error // why the hold ended; nil for a lease
+}
+
+// recipe is how a worker takes one kind of hold.
+type recipe struct {
+	kind     kind
+	resource string // the node its guarded writes go to
+	acquire  func(ctx context.Context) (held, error)
+}
+
+// mutexRecipe takes holds of m (a Mutex, or a side of a ReadWriteLock).
+func mutexRecipe(k kind, m *zklock.Mutex, resource string) recipe {
+	return recipe{kind: k, resource: resource, acquire: func(ctx context.Context) (held, error) {
+		h, err := m.Acquire(ctx)
+		if err != nil {
+			return held{}, err
+		}
+		ended := make(chan time.Time, 1)
+		context.AfterFunc(h, func() { ended <- time.Now() })
+		token, err := m.Token(h)
+		if err != nil {
+			return held{}, errors.Join(err, m.Release(h))
+		}
+		op, err := m.CheckOp(h)
+		if err != nil {
+			return held{}, errors.Join(err, m.Release(h))
+		}
+		return held{token: token, check: op, done: h.Done(), ended: ended,
+			release: func() error { return m.Release(h) },
+			cause:   func() error { return context.Cause(h) }}, nil
+	}}
+}
+
+// leaseRecipe takes leases of s.
+func leaseRecipe(s *zklock.Semaphore, resource string) recipe {
+	return recipe{kind: kindLease, resource: resource, acquire: func(ctx context.Context) (held, error) {
+		l, err := s.Acquire(ctx)
+		if err != nil {
+			return held{}, err
+		}
+		ended := make(chan time.Time, 1)
+		go func() {
+			<-l.Done()
+			ended <- time.Now()
+		}()
+		return held{token: l.Token(), check: l.CheckOp(), done: l.Done(), ended: ended, release: l.Release}, nil
+	}}
+}
+
+// counters are the run's tallies, per kind of section.
+type counters struct {
+	acquired     [4]atomic.Int64
+	lost         [4]atomic.Int64 // holds lost, all of them signalled (else a violation)
+	acquireErrs  [4]atomic.Int64 // acquires that failed or timed out
+	staleBlocked atomic.Int64    // guarded writes with a stale token that ZooKeeper rejected
+	writeErrs    atomic.Int64    // guarded writes that failed on the connection
+	lateWrites   atomic.Int64    // writes after Release accepted before its background delete landed
+}
+
+// worker takes one recipe's holds on one session, again and again.
+type worker struct {
+	who     string
+	r       recipe
+	conn    *zk.Conn // the session's connection, for guarded writes
+	j       *journal
+	st      *counters
+	rnd     *rand.Rand // owned by this worker
+	maxHold time.Duration
+	patient time.Duration // acquire time limit
+	notice  time.Duration // how long a hold whose node is gone may take to learn it
+}
+
+func (w *worker) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		w.once(ctx)
+	}
+}
+
+// once takes the lock, works, writes under the fence, and releases.
+func (w *worker) once(ctx context.Context) {
+	actx, cancel := context.WithTimeout(ctx, w.patient)
+	h, err := w.r.acquire(actx)
+	cancel()
+	if err != nil {
+		w.st.acquireErrs[w.r.kind].Add(1)
+		pause(ctx, 20*time.Millisecond)
+		return
+	}
+	w.st.acquired[w.r.kind].Add(1)
+	s := section{kind: w.r.kind, who: w.who, token: h.token, start: time.Now()}
+	time.Sleep(time.Duration(w.rnd.Int64N(int64(w.maxHold)))) // the work under the lock
+	w.guardedWrite(h)
+	s.end = time.Now()
+	err = h.release()
+	endedAt := <-h.ended
+	w.settle(&s, h, err, endedAt)
+	w.j.add(s)
+	w.staleWrite(h)
+}
+
+// settle records how the hold ended, and checks that a lost hold was told.
+func (w *worker) settle(s *section, h held, relErr error, endedAt time.Time) {
+	switch {
+	case errors.Is(relErr, zklock.ErrLockLost):
+		s.lost = endedAt
+		w.st.lost[w.r.kind].Add(1)
+		if h.cause != nil && !errors.Is(h.cause(), zklock.ErrLockLost) {
+			w.j.problem("%s %s: Release reported the loss, but the hold's context ended with %v", s.kind, w.who, h.cause())
+		}
+	case relErr != nil && !errors.Is(relErr, zklock.ErrClosed):
+		w.j.problem("%s %s: Release: %v", s.kind, w.who, relErr)
+	}
+}
+
+// guardedWrite writes the token to the resource, guarded by the hold's
+// node. ZooKeeper refuses it once the node is gone; the hold must then be
+// told of its loss within the notice time.
+func (w *worker) guardedWrite(h held) {
+	res, err := w.fencedSet(h)
+	switch {
+	case err == nil && len(res) == 2 && res[1].Stat != nil:
+		w.j.wrote(fencedWrite{kind: w.r.kind, zxid: res[1].Stat.Mzxid, token: h.token, who: w.who})
+	case errors.Is(err, zk.ErrNoNode):
+		w.st.staleBlocked.Add(1)
+		select {
+		case <-h.done:
+		case <-time.After(w.notice):
+			w.j.problem("%s %s: its node is gone but the hold was not told within %v", w.r.kind, w.who, w.notice)
+		}
+	default:
+		w.st.writeErrs.Add(1)
+	}
+}
+
+// staleWrite replays the hold's guarded write after the release. It is
+// refused once the node is gone. A Release that met a broken connection
+// leaves the delete to the background and returns: until the delete lands
+// the node stands, nobody else can hold, and the write is accepted. It
+// then joins the checked writes, which must still be in token order.
+func (w *worker) staleWrite(h held) {
+	res, err := w.fencedSet(h)
+	switch {
+	case err == nil && len(res) == 2 && res[1].Stat != nil:
+		w.st.lateWrites.Add(1)
+		w.j.wrote(fencedWrite{kind: w.r.kind, zxid: res[1].Stat.Mzxid, token: h.token, who: w.who + " (after Release)"})
+	case errors.Is(err, zk.ErrNoNode):
+		w.st.staleBlocked.Add(1)
+	default:
+		w.st.writeErrs.Add(1)
+	}
+}
+
+// fencedSet writes h's token to the resource in one transaction with
+// h's check. Its error is the first failed operation's, or the
+// transaction's own.
+func (w *worker) fencedSet(h held) ([]zk.MultiResponse, error) {
+	data := []byte(strconv.FormatInt(h.token, 10))
+	res, err := w.conn.Multi(h.check, &zk.SetDataRequest{Path: w.r.resource, Data: data, Version: -1})
+	for _, r := range res {
+		if r.Error != nil {
+			return res, r.Error
+		}
+	}
+	return res, err
+}
+
+// pause waits for d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (k kind) label(i int) string { return fmt.Sprintf("s%02d/%s", i, k) }

@@ -1,0 +1,259 @@
+package zktest
+
+import (
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// cutReplyTimeout bounds how long a proxy that forwarded a create to cut
+// on (see Proxy.CutOnCreate) waits for the server's reply before cutting
+// anyway.
+const cutReplyTimeout = 2 * time.Second
+
+// maxFrame bounds the frame length a frameScanner accepts: ZooKeeper's
+// jute.maxbuffer is 1MB by default, so a longer frame means the stream is
+// not ZooKeeper's.
+const maxFrame = 64 << 20
+
+// The header sizes frameScanner reads: a request header is xid and
+// opcode; of a reply header (xid, zxid, err) only the xid matters here.
+const (
+	requestHeaderLen = 8
+	replyHeaderLen   = 4
+)
+
+// createOps are the opcodes of requests that create nodes: create,
+// multi, create2, createContainer and createTTL.
+var createOps = map[int32]bool{1: true, 14: true, 15: true, 19: true, 21: true}
+
+// CutOnCreate arms a one-shot cut for the middle of a create: the next
+// request that can create a node (create, create2, createContainer,
+// createTTL or multi) on any connection of p is forwarded to the server,
+// which executes it, but its reply never reaches the client. The proxy
+// delivers the server's earlier frames, discards the reply and anything
+// after it, and, once the reply has come or after two seconds, closes
+// that connection in both directions, as Cut does. The client thus sees
+// its connection close without knowing whether the create happened, as
+// after a network failure at the worst moment; it is not told that the
+// node exists.
+//
+// The returned channel is closed once the connection carrying the
+// create has been closed. Calling CutOnCreate again before then returns
+// the same channel; after it, it arms a new cut. An armed proxy whose
+// clients create nothing before Close never closes the channel. Pause
+// and Cut work as usual on an armed proxy.
+func (p *Proxy) CutOnCreate() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.armed == nil || p.armed.claimed.Load() {
+		p.armed = newCutTrigger()
+	}
+	return p.armed.done
+}
+
+// CutOnCreate arms the cut of Proxy.CutOnCreate on every proxy of f at
+// once: the first create through any of them is cut, and the others are
+// then disarmed. The channel is closed once that create's connection has
+// been closed. Calling it again before then returns the same channel. A
+// proxy of f armed by its own Proxy.CutOnCreate is re-armed for f's cut
+// (its own channel then never closes).
+func (f *Faults) CutOnCreate() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var t *cutTrigger
+	for _, p := range f.proxies {
+		if t = p.armedTrigger(); t != nil {
+			break
+		}
+	}
+	if t == nil {
+		t = newCutTrigger()
+	}
+	for _, p := range f.proxies {
+		p.arm(t)
+	}
+	return t.done
+}
+
+// cutTrigger is a cut armed on one or more proxies; the first connection
+// to claim it carries the cut.
+type cutTrigger struct {
+	claimed atomic.Bool   // a connection has claimed the cut
+	done    chan struct{} // closed by fire
+	once    sync.Once
+}
+
+func newCutTrigger() *cutTrigger { return &cutTrigger{done: make(chan struct{})} }
+
+func (t *cutTrigger) fire() { t.once.Do(func() { close(t.done) }) }
+
+// createCut is the cut a connection claimed: the xid of its create.
+type createCut struct {
+	xid     int32
+	trigger *cutTrigger
+}
+
+// armedTrigger returns p's armed, unclaimed trigger, or nil.
+func (p *Proxy) armedTrigger() *cutTrigger {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.armed == nil || p.armed.claimed.Load() {
+		return nil
+	}
+	return p.armed
+}
+
+// arm arms p with t.
+func (p *Proxy) arm(t *cutTrigger) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.armed = t
+}
+
+// claimCut disarms p and, if its trigger was still unclaimed, gives it to
+// pc for the create with the given xid, bounding the wait for the reply.
+func (p *Proxy) claimCut(pc *proxyConn, xid int32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.armed
+	p.armed = nil
+	if t == nil || !t.claimed.CompareAndSwap(false, true) {
+		return false
+	}
+	pc.cut.Store(&createCut{xid: xid, trigger: t})
+	if pc.upstream != nil {
+		pc.upstream.SetReadDeadline(time.Now().Add(cutReplyTimeout))
+	}
+	return true
+}
+
+// filterUp returns the part of b, read from pc's client, to forward to
+// the server. It follows the requests' frames and, on the first request
+// that creates while p is armed, claims the cut: it then forwards the
+// rest of that request and nothing after it. Only pc's client-to-server
+// pipe calls it.
+func (p *Proxy) filterUp(pc *proxyConn, b []byte) []byte {
+	if pc.upCut {
+		n := min(pc.upLeft, len(b))
+		pc.upLeft -= n
+		return b[:n]
+	}
+	s := &pc.up
+	for off := 0; off < len(b) && !s.broken; {
+		n, done := s.advance(b[off:])
+		off += n
+		if !done || s.frames == 1 || s.n < 4+requestHeaderLen || !createOps[s.word(8)] {
+			continue
+		}
+		if p.claimCut(pc, s.word(4)) {
+			pc.upCut = true
+			n := min(s.body, len(b)-off)
+			pc.upLeft = s.body - n
+			return b[:off+n]
+		}
+	}
+	return b
+}
+
+// filterDown returns the part of b, read from the server, to forward to
+// pc's client, and whether to cut the connection now. It follows the
+// replies' frames; once pc has claimed a cut, it holds back each frame's
+// head until it is complete and stops at the head of the create's reply.
+// Only pc's server-to-client pipe calls it.
+func (p *Proxy) filterDown(pc *proxyConn, b []byte) ([]byte, bool) {
+	s := &pc.down
+	cut := pc.cut.Load()
+	if cut == nil {
+		// The create's reply cannot be in b: b was read before the
+		// create was forwarded, which happens after the claim.
+		for off := 0; off < len(b) && !s.broken; {
+			n, _ := s.advance(b[off:])
+			off += n
+		}
+		s.sent = s.n
+		return b, false
+	}
+	var out []byte
+	for off := 0; off < len(b) && !s.broken; {
+		inBody := s.complete && s.body > 0
+		n, done := s.advance(b[off:])
+		if inBody {
+			out = append(out, b[off:off+n]...)
+		}
+		off += n
+		if !done {
+			continue
+		}
+		if s.frames > 1 && s.n >= 4+replyHeaderLen && s.word(4) == cut.xid {
+			return out, true
+		}
+		out = append(out, s.head[s.sent:s.n]...)
+		s.sent = s.n
+	}
+	return out, false
+}
+
+// frameScanner follows the length-prefixed frames of one direction of a
+// ZooKeeper connection across reads: each frame is a 4-byte big-endian
+// length, then that many bytes. Every frame but the first (the connect
+// request or response) starts with a header of hdrLen bytes. A frame's
+// head is its length and header.
+type frameScanner struct {
+	hdrLen   int      // header bytes after the length, in frames after the first
+	head     [12]byte // the current frame's head
+	n        int      // bytes of head read
+	want     int      // bytes of head wanted: 4 until the length is known
+	sent     int      // bytes of head forwarded (filterDown)
+	body     int      // bytes of the current frame after its head still to come
+	complete bool     // the current frame's head is complete
+	frames   int      // frames whose head is complete
+	broken   bool     // a length made no sense: scanning stopped
+}
+
+// advance consumes bytes from the start of b, up to the end of the
+// current frame's head or body, and returns how many, and whether they
+// completed a frame's head (then in head[:n]).
+func (s *frameScanner) advance(b []byte) (int, bool) {
+	if s.complete {
+		if s.body > 0 {
+			n := min(s.body, len(b))
+			s.body -= n
+			return n, false
+		}
+		s.n, s.sent, s.complete = 0, 0, false
+	}
+	if s.n < 4 {
+		s.want = 4
+	}
+	n := copy(s.head[s.n:s.want], b)
+	s.n += n
+	if s.n < s.want {
+		return n, false
+	}
+	if s.want == 4 {
+		length := int32(binary.BigEndian.Uint32(s.head[:4]))
+		if length < 0 || length > maxFrame {
+			s.broken = true
+			return n, false
+		}
+		hdr := s.hdrLen
+		if s.frames == 0 {
+			hdr = 0
+		}
+		s.want = 4 + min(hdr, int(length))
+		s.body = int(length) - (s.want - 4)
+		if s.n < s.want {
+			return n, false
+		}
+	}
+	s.complete = true
+	s.frames++
+	return n, true
+}
+
+// word returns the big-endian int32 at offset off of the head.
+func (s *frameScanner) word(off int) int32 {
+	return int32(binary.BigEndian.Uint32(s.head[off : off+4]))
+}
