@@ -82,9 +82,11 @@ func TestSuperviseForwardsSignalsToTheGroup(t *testing.T) {
 	sigs := make(chan os.Signal, 1)
 	r, _ := testRunner(sigs)
 	ready := readyFile(t)
-	cmd, waited := startGroup(t, `trap 'exit 9' HUP; touch "$1"; while :; do sleep 0.02; done`, ready)
+	// USR1, not HUP: a shell cannot trap a signal ignored when it started,
+	// and a test run under nohup starts its commands with HUP ignored.
+	cmd, waited := startGroup(t, `trap 'exit 9' USR1; touch "$1"; while :; do sleep 0.02; done`, ready)
 	waitFor(t, "the command to start", func() bool { _, err := os.Stat(ready); return err == nil })
-	sigs <- syscall.SIGHUP
+	sigs <- syscall.SIGUSR1
 	h := &holding{lost: make(chan struct{}), release: func() error { return nil }}
 	assert.NoError(t, r.supervise(cmd, h, waited))
 	assert.Equal(t, 9, exitCode(cmd.ProcessState))
