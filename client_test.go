@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/zktest"
 )
 
 func TestIntegration_NodeDataAndLogger(t *testing.T) {
@@ -210,4 +211,45 @@ func TestIntegration_MutexACLProvider(t *testing.T) {
 	_, err = stranger.Acquire(context.Background())
 	require.ErrorIs(t, err, zk.ErrNoAuth)
 	require.NoError(t, m.Release(h))
+}
+
+// The caller's event channel drops events (go-zookeeper's own channel does
+// when it is full): the Client hears nothing of the suspension or the
+// expiry, only of the new session. It still reports the old session lost,
+// before the reconnection, and the hold it carried ends.
+func TestIntegration_WrappedConnMissedExpiry(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	faults := zktest.NewFaultsT(t, e.servers)
+	conn, events, err := zk.Connect(e.servers, 1500*time.Millisecond, zk.WithLogger(quietLogger{}), zk.WithDialer(faults.Dial))
+	require.NoError(t, err)
+	defer conn.Close()
+	onlySessions := make(chan zk.Event, 16)
+	go func() {
+		defer close(onlySessions)
+		for ev := range events {
+			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
+				onlySessions <- ev
+			}
+		}
+	}()
+	c := zklock.NewClient(conn, onlySessions)
+	defer c.Close()
+	require.Eventually(t, func() bool { return c.State() == zklock.StateConnected }, 10*time.Second, 5*time.Millisecond)
+	states := make(chan zklock.ConnectionState, 100)
+	defer c.Listen(func(s zklock.ConnectionState) { states <- s })()
+	m, err := zklock.NewMutex(c, e.root+"/missed")
+	require.NoError(t, err)
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	sid := conn.SessionID()
+
+	faults.Pause()
+	zktest.WaitNoEphemerals(t, e.admin, e.root, 20*time.Second)
+	faults.Resume()
+	waitStates(t, states, 20*time.Second, zklock.StateLost, zklock.StateReconnected)
+	assert.NotEqual(t, sid, conn.SessionID())
+	waitDone(t, h, 10*time.Second)
+	require.ErrorIs(t, context.Cause(h), zklock.ErrLockLost)
+	require.ErrorIs(t, m.Release(h), zklock.ErrLockLost)
 }

@@ -191,6 +191,26 @@ func waitState(t *testing.T, c *zklock.Client, d time.Duration, states ...zklock
 	}, d, 5*time.Millisecond, "client state %v, want one of %v", c.State(), states)
 }
 
+// waitStates reads states from a Listen callback's channel until want has
+// come in order, other states between them allowed (a loaded machine may
+// add a suspension of its own), or fails after d.
+func waitStates(t *testing.T, states <-chan zklock.ConnectionState, d time.Duration, want ...zklock.ConnectionState) {
+	t.Helper()
+	deadline := time.After(d)
+	var seen []zklock.ConnectionState
+	for len(want) > 0 {
+		select {
+		case s := <-states:
+			seen = append(seen, s)
+			if s == want[0] {
+				want = want[1:]
+			}
+		case <-deadline:
+			t.Fatalf("listener saw %v within %v; still waiting for %v in order", seen, d, want)
+		}
+	}
+}
+
 // faultConn wraps the real connection of a Client and injects failures the
 // way a flaky network would: an operation that reached the server but whose
 // response was lost, or one that failed before it got there. Every

@@ -292,15 +292,17 @@ func (c *Client) handle(ev zk.Event) (suspended bool) {
 				c.cleanup(func() { c.recheckDeletes(recheckSince) })
 			}
 		}()
+		// go-zookeeper may replace an expired session without a word (a
+		// caller's channel drops events when full): the old session is
+		// lost first, so that listeners see Lost before Reconnected.
+		c.transition(func() bool {
+			return (c.session != 0 || c.losses != 0) && sid != c.session && c.lose()
+		})
 		c.transition(func() bool {
 			switch {
 			case c.session == 0 && c.losses == 0:
 				c.session, c.state = sid, StateConnected
 			case sid != c.session:
-				// go-zookeeper replaced an expired session without a word.
-				if c.state != StateLost {
-					c.lose()
-				}
 				c.session, c.state = sid, StateReconnected
 			case c.state == StateSuspended || c.state == StateLost:
 				c.state = StateReconnected
