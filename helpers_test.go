@@ -45,8 +45,9 @@ func setup(t *testing.T) *env {
 }
 
 // setupOn gives the test the given cluster.
-// testDigestUser is the user:password of the tests that use digest ACLs.
-const testDigestUser = "owner:pw"
+// testDigestUsers are the user:password pairs of the tests that use digest
+// ACLs; the admin connection authenticates as each of them.
+var testDigestUsers = []string{"owner:pw", "owner:s3cret", "wrapped:pw"}
 
 func setupOn(t *testing.T, cluster zktest.Cluster) *env {
 	t.Helper()
@@ -56,10 +57,12 @@ func setupOn(t *testing.T, cluster zktest.Cluster) *env {
 		root:    "/zklock-test/" + unsafeChars.ReplaceAllString(t.Name(), "_"),
 	}
 	e.admin = zktest.ConnectT(t, e.servers)
-	// The tests' digest user: the admin can clean up what an earlier run
-	// left under a digest ACL (containers outlive their last child for a
-	// while).
-	require.NoError(t, e.admin.AddAuth("digest", []byte(testDigestUser)))
+	// The tests' digest users: the admin can clean up what an earlier run
+	// (-count=2, or a long-lived ZK_SERVERS) left under a digest ACL;
+	// containers outlive their last child for a while.
+	for _, u := range testDigestUsers {
+		require.NoError(t, e.admin.AddAuth("digest", []byte(u)))
+	}
 	require.NoError(t, zktest.DeleteTree(e.admin, e.root))
 	t.Cleanup(func() {
 		zktest.WaitNoEphemerals(t, e.admin, e.root, 10*time.Second)

@@ -26,8 +26,7 @@ import (
 func TestIntegration_SecurityDigestACL(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	require.NoError(t, e.admin.AddAuth("digest", []byte("owner:s3cret"))) // for the clean-up
-	e.create(e.root)                                                      // world-open, above the lock
+	e.create(e.root) // world-open, above the lock
 	secret := zk.DigestACL(zk.PermAll, "owner", "s3cret")
 	var mu sync.Mutex
 	var asked []string

@@ -264,3 +264,53 @@ func FuzzProtectedName(f *testing.F) {
 		}
 	})
 }
+
+// The connection drops between a create and its reply, on the wire, with
+// one server: the server made the node, the client never heard. The
+// acquire finds its node after the reconnect instead of making a second
+// one. (go-zk's own CreateProtectedEphemeralSequential can fail here with
+// ErrNoServer: with one server it fails requests sent before the redial.)
+func TestIntegration_ProtectedCreateCutOnTheWire(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	faults := zktest.NewFaultsT(t, e.servers)
+	c := e.client(zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
+	sid := c.Conn().SessionID()
+	ctx := context.Background()
+	// The parents exist, so the first create is the lock node's.
+	e.create(e.root + "/cut")
+	e.create(e.root + "/sem/locks")
+	e.create(e.root + "/sem/leases")
+
+	m := e.mutex(c, "/cut")
+	cut := faults.CutOnCreate()
+	h, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	waitClosed(t, cut, "the mutex's create was not cut")
+	assert.Equal(t, []string{path.Base(m.LockPath(h))}, e.children(e.root+"/cut"))
+	require.NoError(t, m.Release(h))
+	assert.Empty(t, e.children(e.root+"/cut"))
+
+	s, err := zklock.NewSemaphore(c, e.root+"/sem", 2)
+	require.NoError(t, err)
+	cut = faults.CutOnCreate() // the internal lock's create
+	l, err := s.Acquire(ctx)
+	require.NoError(t, err)
+	waitClosed(t, cut, "the semaphore's create was not cut")
+	assert.Equal(t, []string{l.Node()}, e.children(e.root+"/sem/leases"))
+	assert.Empty(t, e.children(e.root+"/sem/locks"), "the internal lock was released")
+	require.NoError(t, l.Release())
+	assert.Empty(t, e.children(e.root+"/sem/leases"))
+
+	assert.Equal(t, sid, c.Conn().SessionID(), "the session outlived the cuts")
+}
+
+// waitClosed fails the test if ch is not closed within 10s.
+func waitClosed(t *testing.T, ch <-chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal(msg)
+	}
+}
