@@ -296,11 +296,11 @@ func (c *Client) handle(ev zk.Event) (suspended bool) {
 		// caller's channel drops events when full): the old session is
 		// lost first, so that listeners see Lost before Reconnected.
 		c.transition(func() bool {
-			return (c.session != 0 || c.losses != 0) && sid != c.session && c.lose()
+			return !c.beforeFirstSessionLocked() && sid != c.session && c.lose()
 		})
 		c.transition(func() bool {
 			switch {
-			case c.session == 0 && c.losses == 0:
+			case c.beforeFirstSessionLocked():
 				c.session, c.state = sid, StateConnected
 			case sid != c.session:
 				c.session, c.state = sid, StateReconnected
@@ -329,6 +329,12 @@ func (c *Client) handle(ev zk.Event) (suspended bool) {
 		c.log.Error("zklock: authentication failed")
 	}
 	return suspended
+}
+
+// beforeFirstSessionLocked reports whether the Client has had no session
+// yet; c.mu must be held.
+func (c *Client) beforeFirstSessionLocked() bool {
+	return c.session == 0 && c.losses == 0
 }
 
 // lose marks the session lost; c.mu must be held. It reports whether the

@@ -286,7 +286,7 @@ func TestIntegration_ProtectedCreateCutOnTheWire(t *testing.T) {
 	cut := faults.CutOnCreate()
 	h, err := m.Acquire(ctx)
 	require.NoError(t, err)
-	waitClosed(t, cut, "the mutex's create was not cut")
+	await(t, cut, 10*time.Second) // the mutex's create was cut
 	assert.Equal(t, []string{path.Base(m.LockPath(h))}, e.children(e.root+"/cut"))
 	require.NoError(t, m.Release(h))
 	assert.Empty(t, e.children(e.root+"/cut"))
@@ -296,7 +296,7 @@ func TestIntegration_ProtectedCreateCutOnTheWire(t *testing.T) {
 	cut = faults.CutOnCreate() // the internal lock's create
 	l, err := s.Acquire(ctx)
 	require.NoError(t, err)
-	waitClosed(t, cut, "the semaphore's create was not cut")
+	await(t, cut, 10*time.Second) // the semaphore's create was cut
 	assert.Equal(t, []string{l.Node()}, e.children(e.root+"/sem/leases"))
 	// The internal lock is given up in the background.
 	require.Eventually(t, func() bool { return len(e.children(e.root+"/sem/locks")) == 0 },
@@ -305,14 +305,4 @@ func TestIntegration_ProtectedCreateCutOnTheWire(t *testing.T) {
 	assert.Empty(t, e.children(e.root+"/sem/leases"))
 
 	assert.Equal(t, sid, c.Conn().SessionID(), "the session outlived the cuts")
-}
-
-// waitClosed fails the test if ch is not closed within 10s.
-func waitClosed(t *testing.T, ch <-chan struct{}, msg string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatal(msg)
-	}
 }
