@@ -257,7 +257,7 @@ func (s *Semaphore) decide(ctx context.Context, nodes []*lockNode) (verdict, err
 			return verdict{}, errNodeGone
 		}
 	}
-	return verdict{granted: len(g.children) <= s.maxLeases, watch: g.ch}, nil
+	return verdict{granted: len(g.children) <= s.maxLeases || mutant("extralease") && len(g.children) == s.maxLeases+1, watch: g.ch}, nil // test-only mutant (zklock_mutant): one lease too many
 }
 
 // grant turns granted lease nodes into Leases, each a hold watched for
