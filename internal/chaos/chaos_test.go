@@ -26,7 +26,7 @@ func TestChaosShort(t *testing.T) {
 		require.NoError(t, err)
 	}
 	cfg := config{seed: seed, duration: time.Minute, sessions: 16, timeout: 4 * time.Second,
-		maxLeases: 3, maxHold: 50 * time.Millisecond, calm: 2 * time.Second, out: testLog{t}}
+		maxLeases: 3, maxHold: 50 * time.Millisecond, longEvery: 6, calm: 2 * time.Second, out: testLog{t}}
 	rep, err := run(context.Background(), cfg, loadConfig{waiters: 300, sessions: 10})
 	var out bytes.Buffer
 	rep.print(&out)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -33,14 +34,20 @@ func (k kind) lock() string {
 	return "mutex"
 }
 
-// section is one critical section, as its worker saw it. The interval
-// [start, end] is a subset of the time the lock was really held: start is
-// read after Acquire returned, end before Release is called. So two
-// recorded sections that overlap held the lock at the same time.
+// section is one critical section, as its worker believed it: from the
+// grant (start, read after Acquire returned) until the worker chose to
+// release (end, read before Release is called) or its hold's context
+// ended, whichever came first (until). What the worker did meanwhile
+// does not shorten it: a guarded write that fails on a dead connection
+// leaves the worker believing, as a user who does not fence would. So
+// two recorded sections that overlap believed they held the lock at the
+// same time, which the library promises cannot happen unless the earlier
+// had been told that its hold was lost.
 type section struct {
 	kind  kind
 	who   string // session and worker, such as "s03/mutex"
 	token int64  // fencing token of the hold
+	long  bool   // a long section, of one to two session timeouts
 	start time.Time
 	end   time.Time
 	// lost is when the hold's context (a lease's Done) ended with
@@ -93,6 +100,32 @@ func (j *journal) problem(format string, args ...any) {
 	j.problems = append(j.problems, fmt.Sprintf(format, args...))
 }
 
+// The kinds of violation, each the prefix of its lines.
+const (
+	violTwoHolders  = "two holders"
+	violUnsignalled = "unsignalled loss" // a loss told after another was granted, or never
+	violLeases      = "too many leases"
+	violTokens      = "token went back"
+	violStale       = "stale write accepted"
+)
+
+// violationKinds counts violations by kind (their prefix); "other" for
+// the rest.
+func violationKinds(vs []string) map[string]int {
+	out := map[string]int{}
+	for _, l := range vs {
+		k := "other"
+		for _, p := range []string{violUnsignalled, violTwoHolders, violLeases, violTokens, violStale} {
+			if strings.HasPrefix(l, p) {
+				k = p
+				break
+			}
+		}
+		out[k]++
+	}
+	return out
+}
+
 // verdict is what the checker found.
 type verdict struct {
 	violations        []string
@@ -128,7 +161,9 @@ func excludes(a, b section) bool {
 
 // checkExclusion finds exclusive sections that overlap; secs is sorted by
 // start. An overlap is allowed only if the earlier holder had been told
-// that its hold was lost before the later one started.
+// that its hold was lost before the later one started. One where the
+// earlier was told only later is an unsignalled loss: the library learnt
+// of the loss too late (or not at all) while another was granted.
 func checkExclusion(secs []section, v *verdict) {
 	for i, a := range secs {
 		for _, b := range secs[i+1:] {
@@ -140,10 +175,14 @@ func checkExclusion(secs []section, v *verdict) {
 			}
 			line := fmt.Sprintf("%s %s [%s, %s] overlaps %s %s from %s", a.kind, a.who, stamp(a.start), stamp(a.end),
 				b.kind, b.who, stamp(b.start))
-			if b.start.Before(a.until()) {
-				v.violations = append(v.violations, "two holders: "+line)
-			} else {
+			switch {
+			case !b.start.Before(a.until()):
 				v.lostBeforeOverlap = append(v.lostBeforeOverlap, line+fmt.Sprintf(" (lost at %s)", stamp(a.lost)))
+			case !a.lost.IsZero():
+				v.violations = append(v.violations, fmt.Sprintf("%s: %s: %s; the earlier was told of its loss only at %s, %v after the later's grant",
+					violUnsignalled, violTwoHolders, line, stamp(a.lost), a.lost.Sub(b.start).Round(time.Millisecond)))
+			default:
+				v.violations = append(v.violations, violTwoHolders+": "+line)
 			}
 		}
 	}
@@ -160,7 +199,7 @@ func checkTokens(secs []section, v *verdict) {
 			prev = maxAll
 		}
 		if prev.token != 0 && s.token <= prev.token {
-			v.violations = append(v.violations, fmt.Sprintf("token went back: %s %s got %d at %s after %s %s got %d at %s",
+			v.violations = append(v.violations, fmt.Sprintf(violTokens+": %s %s got %d at %s after %s %s got %d at %s",
 				s.kind, s.who, s.token, stamp(s.start), prev.kind, prev.who, prev.token, stamp(prev.start)))
 		}
 		if s.token > maxAll.token {
@@ -173,31 +212,42 @@ func checkTokens(secs []section, v *verdict) {
 }
 
 // checkLeases sweeps the semaphore's sections and reports the most held
-// at once; more than maxLeases is a violation.
+// at once; more than maxLeases is a violation, an unsignalled loss if one
+// of the leases out had been lost but was told only later.
 func checkLeases(secs []section, maxLeases int, v *verdict) int {
 	type edge struct {
 		at    time.Time
 		delta int
-		who   string
+		i     int // index in secs
 	}
 	var edges []edge
-	for _, s := range secs {
-		edges = append(edges, edge{s.start, +1, s.who}, edge{s.until(), -1, s.who})
+	for i, s := range secs {
+		edges = append(edges, edge{s.start, +1, i}, edge{s.until(), -1, i})
 	}
 	// Ends sort before starts at the same instant.
 	slices.SortFunc(edges, func(a, b edge) int {
 		return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.delta, b.delta))
 	})
-	held, most := 0, 0
+	open := map[int]bool{}
+	most := 0
 	for _, e := range edges {
-		held += e.delta
-		if held > most {
-			most = held
+		if e.delta < 0 {
+			delete(open, e.i)
+			continue
 		}
-		if e.delta > 0 && held > maxLeases {
-			v.violations = append(v.violations, fmt.Sprintf("%d leases held at %s (max %d), the last by %s",
-				held, stamp(e.at), maxLeases, e.who))
+		open[e.i] = true
+		most = max(most, len(open))
+		if len(open) <= maxLeases {
+			continue
 		}
+		line := fmt.Sprintf("%s: %d leases held at %s (max %d), the last by %s", violLeases, len(open), stamp(e.at), maxLeases, secs[e.i].who)
+		for i := range open {
+			if l := secs[i].lost; !l.IsZero() && l.After(e.at) {
+				line = fmt.Sprintf("%s: %s; %s was told of its loss only at %s", violUnsignalled, line, secs[i].who, stamp(l))
+				break
+			}
+		}
+		v.violations = append(v.violations, line)
 	}
 	return most
 }
@@ -225,7 +275,7 @@ func checkWrites(ws []fencedWrite, v *verdict) {
 			prev = h.all
 		}
 		if w.token < prev.token {
-			v.violations = append(v.violations, fmt.Sprintf("stale write accepted on %s: %s %s with token %d after %s %s with token %d",
+			v.violations = append(v.violations, fmt.Sprintf(violStale+" on %s: %s %s with token %d after %s %s with token %d",
 				w.kind.lock(), w.kind, w.who, w.token, prev.kind, prev.who, prev.token))
 		}
 		if w.token > h.all.token {

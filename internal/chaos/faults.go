@@ -22,8 +22,17 @@ const (
 	shortPause
 	longPause
 	cutMidCreate
+	pauseHolderShort
+	pauseHolderLong
+	cutHolder
+	isolateHolder
+	pauseNext
 	numFaults
 )
+
+// aimed reports whether k is aimed at a chosen session, rather than at
+// whichever the schedule picks.
+func (k faultKind) aimed() bool { return k >= pauseHolderShort }
 
 func (k faultKind) String() string {
 	return [...]string{
@@ -34,6 +43,11 @@ func (k faultKind) String() string {
 		"pause a session, shorter than its timeout",
 		"pause a session, longer than its timeout",
 		"cut a session in the middle of a create",
+		"pause a holder's session, shorter than its timeout",
+		"pause a holder's session, longer than its timeout",
+		"cut a holder's session",
+		"partition the server a holder's session is on",
+		"pause the next in the mutex's queue, either side of its timeout",
 	}[k]
 }
 
@@ -43,11 +57,13 @@ type monkey struct {
 	cluster  zktest.Cluster
 	part     zktest.Partitioner // nil: the cluster cannot be partitioned
 	sessions []*session
+	admin    admin       // reads the Mutex's queue, beside the faults
 	only     []faultKind // the kinds to inject; nil: all
 	rnd      *rand.Rand
 	timeout  time.Duration // the sessions' timeout
 	calm     time.Duration // quiet time between faults
 	injected [numFaults]atomic.Int64
+	hits     [numFaults][numHits]atomic.Int64 // what each injected fault struck
 	logf     func(format string, args ...any)
 }
 
@@ -66,7 +82,7 @@ func (m *monkey) run(ctx context.Context) error {
 		if i < len(first) {
 			k = kinds[first[i]]
 		}
-		if (k == isolateLeader || k == isolateFollower) && m.part == nil {
+		if (k == isolateLeader || k == isolateFollower || k == isolateHolder) && m.part == nil {
 			continue
 		}
 		m.logf("fault: %v", k)
@@ -92,37 +108,73 @@ func (m *monkey) inject(ctx context.Context, k faultKind) error {
 		if err != nil {
 			return err
 		}
-		if err := m.cluster.Kill(i); err != nil {
-			return err
-		}
-		pause(ctx, m.between(time.Second, 3*time.Second))
-		return m.cluster.Start(i)
+		return m.kill(ctx, k, i)
 	case isolateLeader, isolateFollower:
 		i, err := m.pick(k == isolateLeader)
 		if err != nil {
 			return err
 		}
-		if err := m.part.Isolate(i); err != nil {
-			return err
-		}
-		pause(ctx, m.between(time.Second, 2*m.timeout))
-		return m.heal(i)
+		return m.isolate(ctx, k, i)
 	case shortPause, longPause:
-		s := m.sessions[m.rnd.IntN(len(m.sessions))]
-		m.logf("  session %d (%v, 0x%x)", s.idx, s.policy, s.client.Conn().SessionID())
-		f := s.faults
-		f.Pause()
-		d := m.between(m.timeout*7/10, m.timeout*3/4)
-		if k == longPause {
-			d = m.timeout + m.between(m.timeout/4, m.timeout/2)
-		}
-		pause(ctx, d)
-		f.Resume()
-		return nil
+		return m.pauseSession(ctx, k, m.sessions[m.rnd.IntN(len(m.sessions))])
 	case cutMidCreate:
 		return m.cutCreate(ctx)
+	case pauseHolderShort, pauseHolderLong:
+		return m.pauseSession(ctx, k, m.holder())
+	case cutHolder:
+		s := m.holder()
+		m.logf("  session %d (%v, 0x%x)", s.idx, s.policy, s.client.Conn().SessionID())
+		m.strike(k, []*session{s})
+		s.faults.Cut()
+		return nil
+	case isolateHolder:
+		i := m.serverOf(m.holder())
+		if i < 0 {
+			return errNotInjected // between servers
+		}
+		return m.isolate(ctx, k, i)
+	case pauseNext:
+		return m.pauseSession(ctx, k, m.nextInLine())
 	}
 	return fmt.Errorf("unknown fault %d", k)
+}
+
+// kill kills server i and restarts it after a while.
+func (m *monkey) kill(ctx context.Context, k faultKind, i int) error {
+	m.strike(k, m.onServer(i))
+	if err := m.cluster.Kill(i); err != nil {
+		return err
+	}
+	pause(ctx, m.between(time.Second, 3*time.Second))
+	return m.cluster.Start(i)
+}
+
+// isolate cuts server i off from the others for a while, then heals.
+func (m *monkey) isolate(ctx context.Context, k faultKind, i int) error {
+	m.strike(k, m.onServer(i))
+	if err := m.part.Isolate(i); err != nil {
+		return err
+	}
+	pause(ctx, m.between(time.Second, 2*m.timeout))
+	return m.heal(i)
+}
+
+// pauseSession silences s's traffic: shorter than its timeout, longer,
+// or (pauseNext) either.
+func (m *monkey) pauseSession(ctx context.Context, k faultKind, s *session) error {
+	m.logf("  session %d (%v, 0x%x)", s.idx, s.policy, s.client.Conn().SessionID())
+	d := m.between(m.timeout*7/10, m.timeout*3/4)
+	switch {
+	case k == longPause || k == pauseHolderLong:
+		d = m.timeout + m.between(m.timeout/4, m.timeout/2)
+	case k == pauseNext:
+		d = m.between(m.timeout*7/10, m.timeout*3/2)
+	}
+	m.strike(k, []*session{s})
+	s.faults.Pause()
+	pause(ctx, d)
+	s.faults.Resume()
+	return nil
 }
 
 // pick returns the leader's index, or a follower's.
@@ -152,15 +204,20 @@ func (m *monkey) heal(i int) error {
 }
 
 // cutCreate cuts a session's connection right after it sent a create, and
-// waits for the cut: the workers create all the time.
+// waits for the cut: the workers create all the time. Half the time the
+// session is a holder's.
 func (m *monkey) cutCreate(ctx context.Context) error {
 	s := m.sessions[m.rnd.IntN(len(m.sessions))]
+	if m.rnd.IntN(2) == 0 {
+		s = m.holder() // its other workers create while it holds
+	}
 	m.logf("  session %d (%v, 0x%x)", s.idx, s.policy, s.client.Conn().SessionID())
 	f := s.faults
 	t := time.NewTimer(30 * time.Second)
 	defer t.Stop()
 	select {
 	case <-f.CutOnCreate():
+		m.strike(cutMidCreate, []*session{s})
 		return nil
 	case <-ctx.Done():
 		return errNotInjected
@@ -180,11 +237,16 @@ func (m *monkey) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(m.rnd.Int64N(int64(hi-lo)))
 }
 
-// counts returns how many faults of each kind were injected.
-func (m *monkey) counts() [numFaults]int64 {
+// counts returns how many faults of each kind were injected, and what
+// they hit.
+func (m *monkey) counts() ([numFaults]int64, [numFaults][numHits]int64) {
 	var c [numFaults]int64
+	var h [numFaults][numHits]int64
 	for i := range c {
 		c[i] = m.injected[i].Load()
+		for j := range h[i] {
+			h[i][j] = m.hits[i][j].Load()
+		}
 	}
-	return c
+	return c, h
 }

@@ -34,12 +34,13 @@ func main() {
 	flag.IntVar(&cfg.sessions, "sessions", 16, "client sessions, each behind its own fault proxy")
 	flag.DurationVar(&cfg.timeout, "session-timeout", 4*time.Second, "the sessions' timeout")
 	flag.IntVar(&cfg.maxLeases, "leases", 3, "the semaphore's leases")
-	flag.DurationVar(&cfg.maxHold, "hold", 50*time.Millisecond, "longest critical section")
+	flag.DurationVar(&cfg.maxHold, "hold", 50*time.Millisecond, "longest short critical section")
+	flag.IntVar(&cfg.longEvery, "long-every", 6, "in half the sessions, one section in this many lasts one to two session timeouts (0: none)")
 	flag.DurationVar(&cfg.calm, "calm", 3*time.Second, "longest quiet time between faults")
 	flag.BoolVar(&cfg.noFaults, "no-faults", false, "contend without faults (to tell the library's faults from the schedule's)")
 	flag.IntVar(&load.waiters, "load-waiters", 2000, "waiters queued in the load phase (0: skip it)")
 	flag.IntVar(&load.sessions, "load-sessions", 50, "sessions the load phase's waiters are spread over")
-	flag.Func("only", "inject only these fault kinds (comma-separated numbers, 0-6; see -help)", func(v string) error {
+	flag.Func("only", "inject only these fault kinds (comma-separated numbers, 0-11: see the report's fault table, in that order)", func(v string) error {
 		for _, f := range strings.Split(v, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n < 0 || n >= int(numFaults) {

@@ -14,6 +14,8 @@ type report struct {
 	elapsed      time.Duration
 	noPartitions string // why servers could not be partitioned, if so
 	faults       [numFaults]int64
+	hits         [numFaults][numHits]int64 // what each fault struck
+	long         [4]int64
 	acquired     [4]int64
 	lost         [4]int64
 	acquireErrs  [4]int64
@@ -31,6 +33,7 @@ type report struct {
 func (r *report) stats(c *counters) {
 	for k := range r.acquired {
 		r.acquired[k] = c.acquired[k].Load()
+		r.long[k] = c.long[k].Load()
 		r.lost[k] = c.lost[k].Load()
 		r.acquireErrs[k] = c.acquireErrs[k].Load()
 	}
@@ -60,13 +63,14 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "\nzklock chaos: seed %d, %v of contention, %v in all, %d sessions (timeout %v, half StandardPolicy, half SessionPolicy)\n",
 		r.cfg.seed, r.cfg.duration, r.elapsed.Round(time.Second), r.cfg.sessions, r.cfg.timeout)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nsections\tacquired\tlost (all signalled)\tacquires failed or timed out")
+	fmt.Fprintln(tw, "\nsections\tacquired\tlong\tlost (all signalled)\tacquires failed or timed out")
 	for k := kindMutex; k <= kindLease; k++ {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", k, r.acquired[k], r.lost[k], r.acquireErrs[k])
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", k, r.acquired[k], r.long[k], r.lost[k], r.acquireErrs[k])
 	}
-	fmt.Fprintln(tw, "\nfault\tinjected")
+	fmt.Fprintln(tw, "\n#\tfault\tinjected\thit a holder\ta waiter\tidle")
 	for k := faultKind(0); k < numFaults; k++ {
-		fmt.Fprintf(tw, "%s\t%d\n", k, r.faults[k])
+		h := r.hits[k]
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\n", k, k, r.faults[k], h[hitHolder], h[hitWaiter], h[hitIdle])
 	}
 	tw.Flush()
 	if r.noPartitions != "" {
@@ -88,6 +92,7 @@ func (r *report) print(w io.Writer) {
 
 func (r *report) printProblems(w io.Writer) {
 	fmt.Fprintf(w, "\nviolations: %d\n", len(r.verdict.violations))
+	fmt.Fprintf(w, "violation kinds:%s\n", r.kinds())
 	for _, v := range r.verdict.violations {
 		fmt.Fprintf(w, "  %s\n", v)
 	}
@@ -108,6 +113,27 @@ func (r *report) printProblems(w io.Writer) {
 		verdict = "FAIL"
 	}
 	fmt.Fprintf(w, "%s (replay: make chaos SEED=%d DURATION=%v)\n", verdict, r.cfg.seed, r.cfg.duration)
+}
+
+// kinds lists what the run found, by kind, as " kind=n" items: the
+// checker's violation kinds, then "orphans" and "leaked goroutines".
+func (r *report) kinds() string {
+	counts := violationKinds(r.verdict.violations)
+	if r.load != nil {
+		for k, n := range violationKinds(r.load.verdict.violations) {
+			counts[k] += n
+		}
+	}
+	counts["orphans"] = len(r.orphansOpen) + len(r.orphans)
+	if r.load != nil {
+		counts["orphans"] += len(r.load.orphansOpen) + len(r.load.orphansAfter)
+	}
+	counts["leaked goroutines"] = btoi(r.leaks != "")
+	var out []string
+	for _, k := range []string{violTwoHolders, violUnsignalled, violLeases, violTokens, violStale, "other", "orphans", "leaked goroutines"} {
+		out = append(out, fmt.Sprintf(" %s=%d", k, counts[k]))
+	}
+	return strings.Join(out, ";")
 }
 
 func indent(s string) string {

@@ -24,7 +24,8 @@ type config struct {
 	sessions  int           // client sessions, each behind its own proxy
 	timeout   time.Duration // their session timeout
 	maxLeases int           // the semaphore's
-	maxHold   time.Duration // longest critical section
+	maxHold   time.Duration // longest short critical section
+	longEvery int           // in sessions 1 and 2 of every 4, one section in longEvery lasts one to two timeouts (0: none)
 	calm      time.Duration // longest quiet time between faults
 	noFaults  bool          // contend without faults
 	only      []faultKind   // inject only these kinds; nil: every kind
@@ -40,6 +41,7 @@ type session struct {
 	faults *zktest.Faults
 	client *zklock.Client
 	log    *logBuf // what its Client logged
+	occ    occupancy
 }
 
 // contention is the state of the contention phase.
@@ -116,7 +118,10 @@ func (c *contention) worker(s *session, r recipe) *worker {
 		j:       &c.j,
 		st:      &c.st,
 		rnd:     rand.New(rand.NewPCG(c.cfg.seed, uint64(s.idx)<<8|uint64(r.kind))),
+		occ:     &s.occ,
 		maxHold: c.cfg.maxHold,
+		timeout: c.cfg.timeout,
+		long:    c.cfg.longEvery * btoi(s.idx%4 == 1 || s.idx%4 == 2),
 		patient: 4 * c.cfg.timeout,
 		notice:  2 * c.cfg.timeout,
 	}

@@ -83,11 +83,11 @@ func (c *contention) run(ctx context.Context, rep *report) error {
 		if rep.noPartitions != "" {
 			part = nil
 		}
-		m := &monkey{cluster: c.cluster, part: part, sessions: c.sessions, only: c.cfg.only, timeout: c.cfg.timeout,
+		m := &monkey{cluster: c.cluster, part: part, sessions: c.sessions, admin: c.admin, only: c.cfg.only, timeout: c.cfg.timeout,
 			calm: c.cfg.calm, rnd: rand.New(rand.NewPCG(c.cfg.seed, 0)), logf: func(f string, a ...any) { logf(c.cfg, f, a...) }}
 		logf(c.cfg, "%d sessions contend for %v (seed %d)", len(c.sessions), c.cfg.duration, c.cfg.seed)
 		err = c.contend(ctx, m)
-		rep.faults = m.counts()
+		rep.faults, rep.hits = m.counts()
 		rep.orphansOpen, _ = c.settled(3 * c.cfg.timeout)
 	}
 	for _, s := range c.sessions {

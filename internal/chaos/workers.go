@@ -72,6 +72,7 @@ func leaseRecipe(s *zklock.Semaphore, resource string) recipe {
 // counters are the run's tallies, per kind of section.
 type counters struct {
 	acquired     [4]atomic.Int64
+	long         [4]atomic.Int64 // long sections: one to two session timeouts
 	lost         [4]atomic.Int64 // holds lost, all of them signalled (else a violation)
 	acquireErrs  [4]atomic.Int64 // acquires that failed or timed out
 	staleBlocked atomic.Int64    // guarded writes with a stale token that ZooKeeper rejected
@@ -84,10 +85,13 @@ type worker struct {
 	who     string
 	r       recipe
 	conn    *zk.Conn // the session's connection, for guarded writes
+	occ     *occupancy
 	j       *journal
 	st      *counters
 	rnd     *rand.Rand // owned by this worker
 	maxHold time.Duration
+	timeout time.Duration // the session timeout
+	long    int           // one section in long is long (0: none)
 	patient time.Duration // acquire time limit
 	notice  time.Duration // how long a hold whose node is gone may take to learn it
 }
@@ -98,10 +102,16 @@ func (w *worker) run(ctx context.Context) {
 	}
 }
 
-// once takes the lock, works, writes under the fence, and releases.
+// once takes the lock, works under it, and releases. The section it
+// records is the time the worker believed it held the lock: from the grant
+// until it chose to release, or until the hold's context ended, whichever
+// came first (see section.until).
 func (w *worker) once(ctx context.Context) {
 	actx, cancel := context.WithTimeout(ctx, w.patient)
+	w.occ.waiting.Add(1)
 	h, err := w.r.acquire(actx)
+	w.occ.holding.Add(int32(btoi(err == nil)))
+	w.occ.waiting.Add(-1)
 	cancel()
 	if err != nil {
 		w.st.acquireErrs[w.r.kind].Add(1)
@@ -110,14 +120,57 @@ func (w *worker) once(ctx context.Context) {
 	}
 	w.st.acquired[w.r.kind].Add(1)
 	s := section{kind: w.r.kind, who: w.who, token: h.token, start: time.Now()}
-	time.Sleep(time.Duration(w.rnd.Int64N(int64(w.maxHold)))) // the work under the lock
-	w.guardedWrite(h)
+	if w.long > 0 && w.rnd.IntN(w.long) == 0 {
+		s.long = true
+		w.st.long[w.r.kind].Add(1)
+		w.work(h, w.timeout+time.Duration(w.rnd.Int64N(int64(w.timeout))))
+	} else {
+		w.slice(h, time.Duration(w.rnd.Int64N(int64(w.maxHold)))) // the work under the lock
+		w.guardedWrite(h)
+	}
 	s.end = time.Now()
 	err = h.release()
+	w.occ.holding.Add(-1)
 	endedAt := <-h.ended
 	w.settle(&s, h, err, endedAt)
 	w.j.add(s)
 	w.staleWrite(h)
+}
+
+// work is a long section: local work in slices for d, a guarded write
+// after each, until d is over or the hold's context ends. A failed write
+// does not end it: the worker believes it holds the lock until told
+// otherwise, as a careless user would.
+func (w *worker) work(h held, d time.Duration) {
+	end := time.Now().Add(d)
+	w.occ.longUntil.Store(end.UnixNano())
+	defer w.occ.longUntil.Store(0)
+	for left := time.Until(end); left > 0; left = time.Until(end) {
+		if !w.slice(h, min(left, 100*time.Millisecond)) {
+			return
+		}
+		w.guardedWrite(h)
+	}
+}
+
+// slice is d of local work. It reports false, at once, if the hold's
+// context ends meanwhile.
+func (w *worker) slice(h held, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-h.done:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // settle records how the hold ended, and checks that a lost hold was told.
@@ -127,7 +180,7 @@ func (w *worker) settle(s *section, h held, relErr error, endedAt time.Time) {
 		s.lost = endedAt
 		w.st.lost[w.r.kind].Add(1)
 		if h.cause != nil && !errors.Is(h.cause(), zklock.ErrLockLost) {
-			w.j.problem("%s %s: Release reported the loss, but the hold's context ended with %v", s.kind, w.who, h.cause())
+			w.j.problem(violUnsignalled+": %s %s: Release reported the loss, but the hold's context ended with %v", s.kind, w.who, h.cause())
 		}
 	case relErr != nil && !errors.Is(relErr, zklock.ErrClosed):
 		w.j.problem("%s %s: Release: %v", s.kind, w.who, relErr)
@@ -147,7 +200,7 @@ func (w *worker) guardedWrite(h held) {
 		select {
 		case <-h.done:
 		case <-time.After(w.notice):
-			w.j.problem("%s %s: its node is gone but the hold was not told within %v", w.r.kind, w.who, w.notice)
+			w.j.problem(violUnsignalled+": %s %s: its node is gone but the hold was not told within %v", w.r.kind, w.who, w.notice)
 		}
 	default:
 		w.st.writeErrs.Add(1)
