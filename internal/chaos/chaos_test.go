@@ -25,8 +25,8 @@ func TestChaosShort(t *testing.T) {
 		seed, err = strconv.ParseUint(s, 10, 64)
 		require.NoError(t, err)
 	}
-	cfg := config{seed: seed, duration: time.Minute, sessions: 16, timeout: 4 * time.Second,
-		maxLeases: 3, maxHold: 50 * time.Millisecond, longEvery: 6, calm: 2 * time.Second, out: testLog{t}}
+	cfg := config{seed: seed, duration: 90 * time.Second, sessions: 16, timeout: 4 * time.Second,
+		maxLeases: 3, maxHold: 50 * time.Millisecond, longEvery: 6, calm: time.Second, out: testLog{t}}
 	rep, err := run(context.Background(), cfg, loadConfig{waiters: 300, sessions: 10})
 	var out bytes.Buffer
 	rep.print(&out)
