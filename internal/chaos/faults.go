@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -64,27 +65,31 @@ type monkey struct {
 	calm     time.Duration // quiet time between faults
 	injected [numFaults]atomic.Int64
 	hits     [numFaults][numHits]atomic.Int64 // what each injected fault struck
+	turns    [numFaults]int                   // faults of each kind aimed so far; the monkey's own
 	logf     func(format string, args ...any)
 }
 
-// run injects faults until ctx ends: every kind once first, in a random
-// order, then kinds at random.
+// run injects faults until ctx ends, in rounds: every kind once per
+// round, in a random order.
 func (m *monkey) run(ctx context.Context) error {
-	kinds := m.only
-	if len(kinds) == 0 {
-		for k := faultKind(0); k < numFaults; k++ {
+	var kinds []faultKind
+	for k := faultKind(0); k < numFaults; k++ {
+		partition := k == isolateLeader || k == isolateFollower || k == isolateHolder
+		if (len(m.only) == 0 || slices.Contains(m.only, k)) && (m.part != nil || !partition) {
 			kinds = append(kinds, k)
 		}
 	}
-	first := m.rnd.Perm(len(kinds))
-	for i := 0; ctx.Err() == nil; i++ {
-		k := kinds[m.rnd.IntN(len(kinds))]
-		if i < len(first) {
-			k = kinds[first[i]]
+	if len(kinds) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	var order []int
+	for ctx.Err() == nil {
+		if len(order) == 0 {
+			order = m.rnd.Perm(len(kinds))
 		}
-		if (k == isolateLeader || k == isolateFollower || k == isolateHolder) && m.part == nil {
-			continue
-		}
+		k := kinds[order[0]]
+		order = order[1:]
 		m.logf("fault: %v", k)
 		err := m.inject(ctx, k)
 		if errors.Is(err, errNotInjected) {
@@ -104,19 +109,19 @@ func (m *monkey) run(ctx context.Context) error {
 func (m *monkey) inject(ctx context.Context, k faultKind) error {
 	switch k {
 	case killLeader, killFollower:
-		i, err := m.pick(k == killLeader)
+		i, err := m.pick(k)
 		if err != nil {
 			return err
 		}
 		return m.kill(ctx, k, i)
 	case isolateLeader, isolateFollower:
-		i, err := m.pick(k == isolateLeader)
+		i, err := m.pick(k)
 		if err != nil {
 			return err
 		}
 		return m.isolate(ctx, k, i)
 	case shortPause, longPause:
-		return m.pauseSession(ctx, k, m.sessions[m.rnd.IntN(len(m.sessions))])
+		return m.pauseSession(ctx, k, m.anySession(k))
 	case cutMidCreate:
 		return m.cutCreate(ctx)
 	case pauseHolderShort, pauseHolderLong:
@@ -177,19 +182,34 @@ func (m *monkey) pauseSession(ctx context.Context, k faultKind, s *session) erro
 	return nil
 }
 
-// pick returns the leader's index, or a follower's.
-func (m *monkey) pick(leader bool) (int, error) {
+// pick returns the leader's index for a fault on the leader, else a
+// follower's: every other time one with a holder's session on it, if
+// there is one.
+func (m *monkey) pick(k faultKind) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	l, err := zktest.Leader(ctx, m.cluster)
 	if err != nil {
 		return 0, err
 	}
-	if leader {
+	if k == killLeader || k == isolateLeader {
 		return l, nil
 	}
 	n := len(m.cluster.Servers())
-	return (l + 1 + m.rnd.IntN(n-1)) % n, nil
+	i := (l + 1 + m.rnd.IntN(n-1)) % n
+	if m.turn(k)%2 == 1 {
+		return i, nil
+	}
+	for j := range n - 1 {
+		f := (i + j) % n
+		if f == l {
+			f = (f + 1) % n
+		}
+		if slices.ContainsFunc(m.onServer(f), func(s *session) bool { return s.status() == hitHolder }) {
+			return f, nil
+		}
+	}
+	return i, nil
 }
 
 // heal ends a partition and waits until server i serves again, as a
@@ -204,13 +224,10 @@ func (m *monkey) heal(i int) error {
 }
 
 // cutCreate cuts a session's connection right after it sent a create, and
-// waits for the cut: the workers create all the time. Half the time the
-// session is a holder's.
+// waits for the cut: the workers create all the time. A holder's session
+// is cut while another of its workers queues.
 func (m *monkey) cutCreate(ctx context.Context) error {
-	s := m.sessions[m.rnd.IntN(len(m.sessions))]
-	if m.rnd.IntN(2) == 0 {
-		s = m.holder() // its other workers create while it holds
-	}
+	s := m.anySession(cutMidCreate)
 	m.logf("  session %d (%v, 0x%x)", s.idx, s.policy, s.client.Conn().SessionID())
 	f := s.faults
 	t := time.NewTimer(30 * time.Second)

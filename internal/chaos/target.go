@@ -61,6 +61,31 @@ func names(ss []*session) string {
 	return fmt.Sprint(out)
 }
 
+// anySession picks the session of a fault that is aimed at no one in
+// particular: at random, but in turn among the holders' sessions, the
+// waiters' and the idle ones (among all when the turn's are none), so
+// that each is exercised whatever the workers happen to be doing.
+func (m *monkey) anySession(k faultKind) *session {
+	want := hit(m.turn(k) % int(numHits))
+	var set []*session
+	for _, s := range m.sessions {
+		if s.status() == want {
+			set = append(set, s)
+		}
+	}
+	if len(set) == 0 {
+		set = m.sessions
+	}
+	return set[m.rnd.IntN(len(set))]
+}
+
+// turn counts a choice for a fault of kind k and returns how many came
+// before.
+func (m *monkey) turn(k faultKind) int {
+	m.turns[k]++
+	return m.turns[k] - 1
+}
+
 // onServer returns the sessions connected to server i now.
 func (m *monkey) onServer(i int) []*session {
 	srv := m.cluster.Servers()[i]
