@@ -67,6 +67,9 @@ func names(ss []*session) string {
 // that each is exercised whatever the workers happen to be doing.
 func (m *monkey) anySession(k faultKind) *session {
 	want := hit(m.turn(k) % int(numHits))
+	if want == hitHolder {
+		return m.holder() // preferably one in a long section: it still holds when a cut on its next create comes
+	}
 	var set []*session
 	for _, s := range m.sessions {
 		if s.status() == want {
