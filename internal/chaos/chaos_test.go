@@ -142,3 +142,44 @@ func TestCheckerWrites(t *testing.T) {
 	require.Len(t, v.violations, 1)
 	assert.Contains(t, v.violations[0], "read r3 with token 7 after write w with token 8")
 }
+
+func TestCheckerUnsignalledLoss(t *testing.T) {
+	var j journal
+	a := sec(kindMutex, "a", 1, 0, 50)
+	a.lost = at(35) // told of its loss only after b's grant
+	j.add(a)
+	j.add(sec(kindMutex, "b", 2, 30, 40))
+	v := j.check(1)
+	require.Len(t, v.violations, 1)
+	assert.Contains(t, v.violations[0], "unsignalled loss: two holders: mutex a")
+	assert.Equal(t, map[string]int{violUnsignalled: 1}, violationKinds(v.violations))
+
+	var leases journal
+	l := sec(kindLease, "l1", 1, 0, 50)
+	l.lost = at(25)
+	leases.add(l)
+	leases.add(sec(kindLease, "l2", 2, 0, 50))
+	leases.add(sec(kindLease, "l3", 3, 20, 30)) // a third while l1 still believed
+	v = leases.check(2)
+	require.Len(t, v.violations, 1)
+	assert.Contains(t, v.violations[0], "unsignalled loss: too many leases: 3 leases held")
+	leases.add(sec(kindLease, "l4", 4, 26, 30)) // l1 was told at 25: l2, l3, l4 is still one too many
+	v = leases.check(2)
+	require.Len(t, v.violations, 2)
+	assert.Contains(t, v.violations[1], "too many leases: 3 leases held at")
+	assert.Equal(t, map[string]int{violUnsignalled: 1, violLeases: 1}, violationKinds(v.violations))
+}
+
+func TestCheckerLongSectionBelief(t *testing.T) {
+	// A long section whose guarded write failed goes on: what counts is
+	// until its context ended (lost) or its worker released (end).
+	var j journal
+	a := sec(kindMutex, "a", 1, 0, 8000)
+	a.long = true
+	a.lost = at(3000) // told at 3000, noticed between slices
+	j.add(a)
+	j.add(sec(kindMutex, "b", 2, 4000, 4010)) // granted after a was told
+	v := j.check(1)
+	assert.Empty(t, v.violations)
+	assert.Len(t, v.lostBeforeOverlap, 1)
+}
