@@ -110,7 +110,9 @@ func (w *worker) once(ctx context.Context) {
 	actx, cancel := context.WithTimeout(ctx, w.patient)
 	w.occ.waiting.Add(1)
 	h, err := w.r.acquire(actx)
-	w.occ.holding.Add(int32(btoi(err == nil)))
+	if err == nil {
+		w.occ.holding.Add(1) // before waiting drops: the session never looks idle between
+	}
 	w.occ.waiting.Add(-1)
 	cancel()
 	if err != nil {
