@@ -385,7 +385,7 @@ func badSemaphoreCases() []badCase {
 			l, err := k.semaphore(k.client(), "/s", 1).Acquire(bg)
 			require.NoError(t, err)
 			require.NoError(t, l.Release())
-			require.NoError(t, l.Release(), "Lease.Release is idempotent")
+			require.ErrorIs(t, l.Release(), zklock.ErrNotHeld, "a lease is released once, as every Hold")
 			_, err = l.Data(bg)
 			return err
 		}},
@@ -676,6 +676,8 @@ func TestZeroValuesNeverPanic(t *testing.T) {
 		{"Semaphore", "nil", func() any { return (*zklock.Semaphore)(nil) }},
 		{"Lease", "zero", func() any { return new(zklock.Lease) }},
 		{"Lease", "nil", func() any { return (*zklock.Lease)(nil) }},
+		{"Hold", "zero", func() any { return new(zklock.Hold) }},
+		{"Hold", "nil", func() any { return (*zklock.Hold)(nil) }},
 		{"SemaphoreMutex", "zero", func() any { return new(zklock.SemaphoreMutex) }},
 		{"SemaphoreMutex", "nil", func() any { return (*zklock.SemaphoreMutex)(nil) }},
 		{"MultiLock", "zero", func() any { return new(zklock.MultiLock) }},

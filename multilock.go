@@ -33,6 +33,14 @@ type Locker interface {
 // means the MultiLock lost, and the other members are released at once.
 // To avoid deadlocks between MultiLocks over the same locks, every process
 // must take them in the same order; [NewMultiLockPaths] sorts them.
+// [MultiLock.Lock] returns the hold as a [Hold], whose [Hold.Multi] checks
+// every member's node.
+//
+// A member never waits for a hold that the MultiLock took itself: a
+// member that locks what an earlier member already holds (a Mutex of the
+// same Client and path inside a nested MultiLock) re-enters it, and the
+// read side of a [ReadWriteLock] after its write side is a downgrade. The
+// write side after the read side is refused with ErrLockUpgrade.
 type MultiLock struct {
 	locks []Locker // immutable
 
@@ -66,6 +74,25 @@ func NewMultiLockPaths(c *Client, paths ...string) (*MultiLock, error) {
 	return NewMultiLock(locks...), nil
 }
 
+// Lock is Acquire returning the hold as a [Hold], released with
+// [Hold.Release]. Its errors are Acquire's.
+func (ml *MultiLock) Lock(ctx context.Context) (*Hold, error) {
+	return ml.handle(ml.acquire(ctx, Locker.Acquire))
+}
+
+// TryLock is Lock without waiting: ErrLocked when another holds a member.
+func (ml *MultiLock) TryLock(ctx context.Context) (*Hold, error) {
+	return ml.handle(ml.acquire(ctx, Locker.TryAcquire))
+}
+
+// handle wraps the outcome of an acquire in a Hold.
+func (ml *MultiLock) handle(hctx context.Context, err error) (*Hold, error) {
+	if err != nil {
+		return nil, err
+	}
+	return newHandle(holdIn(hctx, ml), hctx, "multi-lock", func() error { return ml.Release(hctx) }), nil
+}
+
 // Acquire takes every lock, in order, under ctx's one deadline. If ctx
 // already carries a hold of ml, it only counts the re-entry. On failure it
 // releases what it took, in reverse order, and returns an error wrapping
@@ -89,6 +116,7 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 		return h.ctx, nil
 	}
 	var member []context.Context
+	parts := make([]*hold, 0, len(ml.locks))
 	var carrier context.Context = ctx // ctx's cancellation, the holds' values
 	for i, l := range ml.locks {
 		mctx, err := take(l, carrier)
@@ -97,6 +125,12 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 			return nil, fmt.Errorf("zklock: multi-lock: lock %d of %d: %w", i+1, len(ml.locks), err)
 		}
 		member = append(member, mctx)
+		if parts != nil {
+			parts = append(parts, memberHold(l, mctx))
+			if parts[i] == nil { // not this package's: no node to check
+				parts = nil
+			}
+		}
 		carrier = valuesFrom{ctx, mctx}
 	}
 	var stops []func() bool
@@ -106,7 +140,7 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 		}
 		return ml.releaseMembers(member)
 	}
-	h := newHold(nil, valuesFrom{ctx, carrier}, holdSpec{key: holdKey{ml}, name: "multi-lock", live: &ml.live, free: free})
+	h := newHold(nil, valuesFrom{ctx, carrier}, holdSpec{key: holdKey{ml}, name: "multi-lock", parts: parts, live: &ml.live, free: free})
 	for _, mctx := range member {
 		// A member lost is the MultiLock lost: the other members are
 		// released at once, so they block no one.
@@ -146,21 +180,18 @@ func (ml *MultiLock) usable(ctx context.Context) error {
 	return nil
 }
 
-// memberKey identifies what a member of this package locks, and names it;
-// nil for another kind of Locker, or one not made by a constructor.
+// memberKey identifies what a member of this package locks (see keyOf),
+// and names it; nil for another kind of Locker, or one not made by a
+// constructor.
 func memberKey(l Locker) (any, string) {
-	type lockKey struct {
-		c              *Client
-		path, lockName string
-	}
 	switch m := l.(type) {
 	case *Mutex:
 		if m != nil && m.c != nil {
-			return lockKey{m.c, m.li.basePath, m.li.lockName}, m.path
+			return keyOf(m), m.path
 		}
 	case *SemaphoreMutex:
 		if m != nil && m.s != nil {
-			return lockKey{m.s.c, m.s.leases, ""}, m.s.path
+			return keyOf(m), m.s.path
 		}
 	case *MultiLock:
 		if m != nil {
@@ -168,6 +199,15 @@ func memberKey(l Locker) (any, string) {
 		}
 	}
 	return nil, ""
+}
+
+// memberHold returns the hold that mctx carries of member l, or nil if l
+// is not a lock of this package.
+func memberHold(l Locker, mctx context.Context) *hold {
+	if key, _ := memberKey(l); key != nil {
+		return holdIn(mctx, l)
+	}
+	return nil
 }
 
 // Release gives up one hold carried by ctx. The last Release cancels the
@@ -178,7 +218,11 @@ func memberKey(l Locker) (any, string) {
 func (ml *MultiLock) Release(ctx context.Context) error {
 	h := holdIn(ctx, ml)
 	if ml == nil || h == nil {
-		return fmt.Errorf("zklock: multi-lock release: %w", ErrNotHeld)
+		var live int32
+		if ml != nil {
+			live = ml.live.Load()
+		}
+		return notHeld(nil, "multi-lock", live)
 	}
 	err := h.release("multi-lock")
 	if errors.Is(err, ErrLockLost) {

@@ -79,8 +79,8 @@ func (rw *ReadWriteLock) WriteLock() *Mutex {
 	return rw.write
 }
 
-// admitWriter refuses a writer that holds only the read lock: it would
-// wait for itself.
+// admitWriter refuses a writer that holds only the read lock (through any
+// ReadWriteLock of this Client and path): it would wait for itself.
 func (rw *ReadWriteLock) admitWriter(ctx context.Context) (*placement, error) {
 	if rw.read.IsOwnedBy(ctx) {
 		return nil, ErrLockUpgrade
@@ -93,7 +93,7 @@ func (rw *ReadWriteLock) admitWriter(ctx context.Context) (*placement, error) {
 // writers queued behind stay behind. The node is created only while the
 // write node still exists.
 func (rw *ReadWriteLock) admitReader(ctx context.Context) (*placement, error) {
-	wh := holdIn(ctx, rw.write)
+	wh := holdIn(ctx, rw.write) // through any ReadWriteLock of this Client and path
 	if !wh.isLive() {
 		return nil, nil
 	}

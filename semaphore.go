@@ -24,8 +24,10 @@ const leaseName = "lease-"
 // holder watches the leases), and each lease is a node
 // path/leases/_c_<uuid>-lease-<seq>.
 //
-// A Semaphore is safe for concurrent use. Leases are values, not holds of a
-// context: any goroutine may release one. As in Curator, nothing checks
+// A Semaphore is safe for concurrent use. A [Lease] is a hold like any
+// other (see [Hold]): it has a context that ends when it is released or
+// lost, with the cause, a fencing token, and a Release that it owes once;
+// any goroutine may release it. As in Curator, nothing checks
 // that every process uses the same maxLeases; a lease is granted while the
 // leases node has at most maxLeases children, whoever made them.
 type Semaphore struct {
@@ -40,11 +42,15 @@ type Semaphore struct {
 	live atomic.Int32 // leases that stand
 }
 
-// Lease is one lease of a Semaphore. Its methods are safe for concurrent
+// Lease is one lease of a Semaphore: a hold of one lease node, with the
+// rules of every [Hold] (Lease.Hold returns it as one, for code that
+// handles holds of any recipe alike). Its methods are safe for concurrent
 // use.
 type Lease struct {
-	s *Semaphore
-	h *hold
+	// Written once by the Semaphore, read-only after.
+	s  *Semaphore
+	h  *hold
+	hd *Hold // the lease as a Hold
 }
 
 // NewSemaphore returns a Semaphore of maxLeases leases on path, relative
@@ -110,11 +116,13 @@ func (s *Semaphore) AcquireN(ctx context.Context, n int) ([]*Lease, error) {
 	return s.acquire(ctx, n, false)
 }
 
-// ReturnAll releases every lease and joins the errors.
+// ReturnAll releases every lease that has not been released yet, skipping
+// nil ones and those released before, and joins the errors (a lost
+// lease's wraps ErrLockLost).
 func (s *Semaphore) ReturnAll(leases []*Lease) error {
 	var errs []error
 	for _, l := range leases {
-		if l != nil {
+		if l != nil && (l.hd == nil || !l.hd.spent.Load()) {
 			errs = append(errs, l.Release())
 		}
 	}
@@ -270,7 +278,9 @@ func (s *Semaphore) grant(ctx context.Context, nodes []*lockNode, snap snapshot)
 			deleteNodes(s.c, nodes[i+1:])
 			return nil, errors.Join(ErrClosed, s.ReturnAll(leases))
 		}
-		leases = append(leases, &Lease{s: s, h: h})
+		path := s.c.relPath(nd.path)
+		hd := newHandle(h, h.ctx, path, func() error { return h.release(path) })
+		leases = append(leases, &Lease{s: s, h: h, hd: hd})
 	}
 	return leases, nil
 }
@@ -282,19 +292,42 @@ func deleteNodes(c *Client, nodes []*lockNode) {
 	}
 }
 
-// Release returns the lease: it deletes the lease node (in the background
-// if the delete fails on the network, until it succeeds, the node is gone,
-// or the Client closes) and closes Done. It is idempotent: later calls
-// return nil. It returns an error wrapping ErrLockLost if the lease had
-// been lost, and ErrInvalidArgument for a Lease not made by a Semaphore.
+// Release returns the lease: it cancels the lease's context with cause
+// ErrReleased, deletes the lease node (in the background if the delete
+// fails on the network, until it succeeds, the node is gone, or the Client
+// closes) and closes Done. It returns an error wrapping ErrLockLost if the
+// lease had been lost, and ErrInvalidArgument for a Lease not made by a
+// Semaphore. As for every [Hold], a lease is released once: a later
+// Release changes nothing and returns an error wrapping ErrNotHeld.
 func (l *Lease) Release() error {
 	if l == nil || l.h == nil {
 		return fmt.Errorf("zklock: lease release: Lease not made by a Semaphore: %w", ErrInvalidArgument)
 	}
-	if err := l.h.release(l.Path()); !errors.Is(err, ErrNotHeld) {
-		return err
+	return l.hd.Release()
+}
+
+// Hold returns the lease as a [Hold]: the same hold, with the methods
+// every recipe's holds share, such as [Hold.Token], which reports whether
+// the lease still stands, and [Hold.Multi]. It is nil for a Lease not made
+// by a Semaphore (a nil Hold's methods return ErrInvalidArgument).
+func (l *Lease) Hold() *Hold {
+	if l == nil {
+		return nil
 	}
-	return nil
+	return l.hd
+}
+
+// Context returns the lease's context: it is cancelled when the lease
+// ends, with cause ErrReleased after Release, or a cause wrapping
+// ErrLockLost when the lease is lost (see [Hold.Context]).
+func (l *Lease) Context() context.Context {
+	return l.Hold().Context()
+}
+
+// Err returns nil while the lease stands, and why it ended once it has
+// (see [Hold.Err]).
+func (l *Lease) Err() error {
+	return l.Hold().Err()
 }
 
 // Node returns the name of the lease node.
@@ -340,7 +373,9 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 	return data, nil
 }
 
-// Token returns the lease's fencing token: its node's creation zxid.
+// Token returns the lease's fencing token: its node's creation zxid, 0
+// for a Lease not made by a Semaphore. It does not say whether the lease
+// still stands; l.Hold().Token() does, as every hold's Token.
 func (l *Lease) Token() int64 {
 	if l == nil || l.h == nil {
 		return 0

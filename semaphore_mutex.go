@@ -13,8 +13,10 @@ import (
 // A SemaphoreMutex is safe for concurrent use and implements [Locker].
 // Acquire returns a context that carries the hold and is cancelled when the
 // hold is released (cause ErrReleased) or lost (cause ErrLockLost). It is
-// not re-entrant: Acquire with a context that already holds it returns
-// ErrNotReentrant, where Curator deadlocks; any other context queues. As in
+// not re-entrant: Acquire with a context that already holds it (through
+// this SemaphoreMutex or another of the same Client and path) returns
+// ErrNotReentrant, where Curator deadlocks; any other context queues.
+// [SemaphoreMutex.Lock] returns the hold as a [Hold]. As in
 // Curator, Release accepts any context: one that carries no hold releases
 // the newest hold taken through the SemaphoreMutex. A context that carries
 // a hold only ever releases that hold, so a late Release of a lost hold
@@ -65,7 +67,26 @@ func (m *SemaphoreMutex) acquire(ctx context.Context, try bool) (context.Context
 	m.mu.Lock()
 	m.cur = h
 	m.mu.Unlock()
-	return context.WithValue(h.ctx, holdKey{m}, h), nil
+	return context.WithValue(h.ctx, holdKey{keyOf(m)}, h), nil
+}
+
+// Lock is Acquire returning the hold as a [Hold], released with
+// [Hold.Release]. Its errors are Acquire's.
+func (m *SemaphoreMutex) Lock(ctx context.Context) (*Hold, error) {
+	return m.handle(m.acquire(ctx, false))
+}
+
+// TryLock is Lock without waiting: ErrLocked when another holds it.
+func (m *SemaphoreMutex) TryLock(ctx context.Context) (*Hold, error) {
+	return m.handle(m.acquire(ctx, true))
+}
+
+// handle wraps the outcome of an acquire in a Hold.
+func (m *SemaphoreMutex) handle(hctx context.Context, err error) (*Hold, error) {
+	if err != nil {
+		return nil, err
+	}
+	return newHandle(holdIn(hctx, m), hctx, m.s.path, func() error { return m.Release(hctx) }), nil
 }
 
 // Release ends the hold that ctx carries. As in Curator, any context may
