@@ -276,13 +276,13 @@ func keyOf(owner any) any {
 
 // holdSpec says what a new hold is.
 type holdSpec struct {
-	key  any           // finds the hold in its context; nil for none
-	name string        // names the hold in errors, such as "lock /a"
-	path string        // the lock's base path, for events
+	key   any           // finds the hold in its context; nil for none
+	name  string        // names the hold in errors, such as "lock /a"
+	path  string        // the lock's base path, for events
 	node  *lockNode     // nil for a hold of other holds
 	parts []*hold       // a hold of other holds: theirs, nil if one is foreign
 	live  *atomic.Int32 // the owner's count of live holds
-	free func() error  // nil: delete node
+	free  func() error  // nil: delete node
 }
 
 // newHold returns a live hold with one Release owed. Its context keeps the
