@@ -16,19 +16,27 @@
 //	Driver, StandardDriver          LockInternalsDriver, StandardLockInternalsDriver
 //	Client.Listen, ErrorPolicy      ConnectionStateListener, ConnectionStateErrorPolicy
 //
-// # Ownership by context
+// # Holds, and ownership by context
 //
-// Go has no thread identity, so a hold belongs to a context.Context:
-// Acquire returns the context that carries the hold. Pass it down the call
-// chain. An Acquire with it re-enters the lock (a local count, no
-// ZooKeeper work), a Release with it gives up one hold, and it is cancelled
-// when the hold ends, with cause [ErrReleased] after the last Release or
-// [ErrLockLost] when the hold is lost. Any context that carries no hold is
-// a new participant and queues behind the current holders, first come,
-// first served. The returned context keeps the values of the context given
-// to Acquire, not its deadline: a timeout bounds the wait, not the hold.
-// [Semaphore] leases are values instead ([Lease]), which any goroutine may
-// release; a [SemaphoreMutex] may be released with any context.
+// Every recipe hands out a [Hold]: [Mutex.Lock] and [Mutex.TryLock] (both
+// sides of a [ReadWriteLock] too), [SemaphoreMutex.Lock], [MultiLock.Lock],
+// and for a [Semaphore] each [Lease] is one ([Lease.Hold]). Release it with
+// [Hold.Release], which cannot pick the wrong context; each Hold owes one
+// Release. [Hold.Context] carries the hold and is cancelled when it ends,
+// with cause [ErrReleased] after the last Release or [ErrLockLost] when the
+// hold is lost; [Hold.Bind] gives the context to work under, which also
+// ends with the caller's; [Hold.Token] and [Hold.Multi] fence writes.
+//
+// Go has no thread identity, so a hold belongs to a context.Context, as
+// Curator's belongs to a thread. Pass Hold.Context down the call chain: a
+// Lock or Acquire with it re-enters the lock (a local count, no ZooKeeper
+// work), through any Mutex of the same Client and path. Any context that
+// carries no hold is a new participant and queues behind the current
+// holders, first come, first served. The hold's context keeps the values
+// of the context given to acquire, not its deadline: a timeout bounds the
+// wait, not the hold. Acquire and Release by context remain, in Curator's
+// style: Acquire returns the hold's context, which Release must be given.
+// A [SemaphoreMutex] may be released with any context.
 //
 // # Error policies: when a hold is lost
 //
