@@ -25,7 +25,8 @@ const (
 // Both sides are [Mutex] values and follow its rules: safe for concurrent
 // use, holds carried by the context Acquire returns, re-entrant per
 // context (the two sides count separately), holds lost as described for
-// Mutex. A context that holds the write lock gets the read lock at once
+// Mutex. A context that holds the write lock (through this ReadWriteLock or
+// another of the same Client and path) gets the read lock at once
 // (downgrade): its read node takes the write node's sequence, so writers
 // already queued stay behind it after the write lock is released. The read
 // node is created only while the write node exists; if the write hold is
