@@ -110,7 +110,7 @@ func readmeDigestACL(servers []string) (*zklock.Client, error) {
 
 func readmeTLS(caPEM []byte) (*zklock.Client, error) {
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM) // the CA that signed the servers' certificates
+	pool.AppendCertsFromPEM(caPEM)                               // the CA that signed the servers' certificates
 	cert, err := tls.LoadX509KeyPair("client.crt", "client.key") // if ssl.clientAuth=need
 	tlsConf := &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
