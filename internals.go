@@ -147,28 +147,20 @@ func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (*lockNode
 func (li *lockInternals) createAndList(ctx context.Context, data []byte) (*lockNode, []string, error) {
 	c := li.c
 	snap := c.snapshot()
-	sent := make(chan struct{})
-	var once sync.Once
-	listed := make(chan []string, 1)
-	if !c.goFunc(func() {
-		select {
-		case <-sent:
-		case <-ctx.Done():
-		}
+	cctx, sent, listed, ok := readBehind(ctx, c, func() []string {
 		children, _, err := c.zc.Children(li.basePath)
 		if err != nil {
-			children = nil
+			return nil
 		}
-		listed <- children
-	}) {
+		return children
+	})
+	if !ok {
 		return nil, nil, ErrClosed
 	}
 	// A custom driver may create otherwise: then the listing follows the
 	// create's reply.
-	defer once.Do(func() { close(sent) })
-	cctx := context.WithValue(ctx, sendingKey{}, func() { once.Do(func() { close(sent) }) })
 	p, err := li.driver.CreateNode(cctx, c, path.Join(li.basePath, li.lockName), data)
-	once.Do(func() { close(sent) })
+	sent()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -183,6 +175,29 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte) (*lockN
 		children = nil
 	}
 	return n, children, nil
+}
+
+// readBehind prepares read to be sent right behind a create, so that
+// ZooKeeper, which serves one session's requests in order, serves it after
+// the create and the caller waits one round trip for both. The create must
+// run under the returned context (see sending); the caller calls sent once
+// the create has returned, in case it was never sent. read's outcome comes
+// on the channel. ok is false once the Client has begun to close.
+func readBehind[T any](ctx context.Context, c *Client, read func() T) (cctx context.Context, sent func(), out <-chan T, ok bool) {
+	ch := make(chan struct{})
+	var once sync.Once
+	sent = func() { once.Do(func() { close(ch) }) }
+	res := make(chan T, 1)
+	if !c.goFunc(func() {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		res <- read()
+	}) {
+		return nil, nil, nil, false
+	}
+	return context.WithValue(ctx, sendingKey{}, sent), sent, res, true
 }
 
 // acquireAt creates the node req.at names, non-sequential and protected,
