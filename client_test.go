@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,18 +49,109 @@ func TestIntegration_NodeDataAndLogger(t *testing.T) {
 }
 
 // Connect gives up after the connect timeout and leaves nothing running
-// (the goroutine-leak check of TestMain would see it).
+// (the goroutine-leak check of TestMain would see it). The server here
+// accepts connections and never answers.
 func TestIntegration_ConnectTimeout(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close()) // nothing listens there now
+	defer ln.Close() // the kernel completes connections; nobody answers
 	start := time.Now()
-	_, err = zklock.Connect([]string{addr}, zklock.WithConnectTimeout(300*time.Millisecond),
-		zklock.WithZKOptions(zk.WithLogger(quietLogger{})))
+	// go-zookeeper waits ten times two thirds of the session timeout for
+	// the server's handshake, and Close waits for it: keep that short.
+	_, err = zklock.Connect([]string{ln.Addr().String()}, zklock.WithConnectTimeout(300*time.Millisecond),
+		zklock.WithSessionTimeout(300*time.Millisecond), zklock.WithZKOptions(zk.WithLogger(quietLogger{})))
 	require.ErrorIs(t, err, zk.ErrNoServer)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), ln.Addr().String())
+	assert.Equal(t, 1, strings.Count(err.Error(), "zklock:"), err.Error())
 	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+// closedPort returns an address where nothing listens.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// Every server refuses the connection: Connect says so at once, naming
+// each address, instead of waiting out its timeout.
+func TestConnectRefused(t *testing.T) {
+	t.Parallel()
+	a, b := closedPort(t), closedPort(t)
+	start := time.Now()
+	_, err := zklock.Connect([]string{a, b}, zklock.WithConnectTimeout(20*time.Second))
+	require.ErrorIs(t, err, zk.ErrNoServer)
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "connection refused")
+	assert.Contains(t, err.Error(), a)
+	assert.Contains(t, err.Error(), b)
+	assert.Equal(t, 1, strings.Count(err.Error(), "zklock:"), err.Error())
+	assert.Less(t, time.Since(start), 10*time.Second, "well before the connect timeout")
+}
+
+// No server name resolves: Connect says so, naming the names.
+func TestConnectUnresolvable(t *testing.T) {
+	t.Parallel()
+	_, err := zklock.Connect([]string{"nosuch-a.invalid:2181", "nosuch-b.invalid"}, zklock.WithConnectTimeout(20*time.Second))
+	require.ErrorIs(t, err, zk.ErrNoServer)
+	var dnsErr *net.DNSError
+	require.ErrorAs(t, err, &dnsErr)
+	assert.Contains(t, err.Error(), "nosuch-a.invalid")
+	assert.Contains(t, err.Error(), "nosuch-b.invalid")
+	assert.Contains(t, err.Error(), "resolve")
+	assert.Equal(t, 1, strings.Count(err.Error(), "zklock:"), err.Error())
+}
+
+// One reachable server is enough, whatever the others do; a Curator-style
+// connect string is split on commas.
+func TestIntegration_ConnectSkipsBadServers(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for name, servers := range map[string][]string{
+		"entries":        {closedPort(t), "nosuch.invalid:2181", e.servers[0]},
+		"connect string": {" nosuch.invalid:2181 , " + closedPort(t) + " ," + e.servers[0] + " "},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := zklock.Connect(servers, zklock.WithConnectTimeout(20*time.Second))
+			require.NoError(t, err)
+			defer c.Close()
+			assert.Equal(t, zklock.StateConnected, c.State())
+		})
+	}
+}
+
+// Server lists that cannot be right are refused before anything is dialed.
+func TestConnectBadServerLists(t *testing.T) {
+	t.Parallel()
+	for name, tt := range map[string]struct {
+		servers []string
+		text    string
+	}{
+		"nil":           {nil, "empty server list"},
+		"empty":         {[]string{}, "empty server list"},
+		"empty string":  {[]string{""}, "empty address"},
+		"blank":         {[]string{"  "}, "empty address"},
+		"empty in list": {[]string{"a:2181,,b:2181"}, "empty address"},
+		"trailing":      {[]string{"a:2181,"}, "empty address"},
+		"chroot":        {[]string{"a:2181,b:2181/app"}, `use WithNamespace("app")`},
+		"no host":       {[]string{":2181"}, "no host"},
+		"bad port":      {[]string{"a:x"}, "bad port"},
+		"zero port":     {[]string{"a:0"}, "bad port"},
+		"bare IPv6":     {[]string{"::1"}, "brackets"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := zklock.Connect(tt.servers)
+			require.ErrorIs(t, err, zklock.ErrInvalidArgument)
+			assert.Contains(t, err.Error(), tt.text)
+			assert.Equal(t, 1, strings.Count(err.Error(), "zklock:"), err.Error())
+		})
+	}
 }
 
 func TestIntegration_NewClientWithAuth(t *testing.T) {

@@ -71,7 +71,7 @@ type authInfo struct {
 
 func (o *options) invalid(format string, args ...any) {
 	if o.err == nil {
-		o.err = fmt.Errorf("zklock: "+format+": %w", append(args, ErrInvalidArgument)...)
+		o.err = errorf(ErrInvalidArgument, format, args...)
 	}
 }
 
@@ -130,7 +130,7 @@ func WithNamespace(ns string) Option {
 			return
 		}
 		if err := validatePath("/" + ns); err != nil {
-			o.invalid("namespace %q: %v", ns, err)
+			o.invalid("namespace %q: %s", ns, unprefixed(err))
 		}
 		o.namespace = "/" + ns
 	}
@@ -271,7 +271,7 @@ type lockOptions struct {
 func WithLockData(data []byte) LockOption {
 	return func(o *lockOptions) {
 		if len(data) > maxNodeData && o.err == nil {
-			o.err = fmt.Errorf("lock data of %d bytes exceeds %d: %w", len(data), maxNodeData, ErrInvalidArgument)
+			o.err = errorf(ErrInvalidArgument, "lock data of %d bytes exceeds %d", len(data), maxNodeData)
 		}
 		o.data = append([]byte{}, data...)
 	}
@@ -282,7 +282,7 @@ func WithLockData(data []byte) LockOption {
 func WithDriver(d Driver) LockOption {
 	return func(o *lockOptions) {
 		if d == nil && o.err == nil {
-			o.err = fmt.Errorf("nil Driver: %w", ErrInvalidArgument)
+			o.err = errorf(ErrInvalidArgument, "nil Driver")
 		}
 		o.driver = d
 	}
@@ -294,15 +294,15 @@ func parseLockOptions(kind, path string, opts []LockOption, allowDriver bool) (l
 	var o lockOptions
 	for _, opt := range opts {
 		if opt == nil {
-			return o, fmt.Errorf("zklock: %s %s: nil LockOption: %w", kind, path, ErrInvalidArgument)
+			return o, errorf(ErrInvalidArgument, "%s %s: nil LockOption", kind, path)
 		}
 		opt(&o)
 	}
 	if o.err == nil && o.driver != nil && !allowDriver {
-		o.err = fmt.Errorf("a Driver cannot be set: %w", ErrInvalidArgument)
+		o.err = errorf(ErrInvalidArgument, "a Driver cannot be set")
 	}
 	if o.err != nil {
-		return o, fmt.Errorf("zklock: %s %s: %w", kind, path, o.err)
+		return o, wrapf(o.err, "%s %s", kind, path)
 	}
 	return o, nil
 }

@@ -439,5 +439,11 @@ func (l zkLogger) Printf(format string, args ...any) {
 			l.c.setNegotiated(time.Duration(ms) * time.Millisecond)
 		}
 	}
+	if format == "failed to connect to %s: %v" && len(args) == 2 && l.c.dials != nil {
+		addr, _ := args[0].(string)
+		if err, ok := args[1].(error); ok {
+			l.c.dials.failed(addr, err)
+		}
+	}
 	l.c.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
 }

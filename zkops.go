@@ -164,7 +164,7 @@ func (c *Client) createProtected(ctx context.Context, p string, data []byte, fla
 func (c *Client) aclFor(p string) ([]zk.ACL, error) {
 	acl := c.opts.acl(p)
 	if len(acl) == 0 {
-		return nil, fmt.Errorf("zklock: ACL provider returned no ACL for %s: %w", p, ErrInvalidArgument)
+		return nil, errorf(ErrInvalidArgument, "ACL provider returned no ACL for %s", p)
 	}
 	return acl, nil
 }
@@ -230,7 +230,7 @@ func (pc *protectedCreate) run(ctx context.Context) (created string, err error) 
 				return "", err // the abandoned create cleans up after itself
 			}
 			if errors.Is(err, zk.ErrInvalidACL) {
-				return "", fmt.Errorf("create %s: ACL %v: %w: %w", name, pc.acl, ErrInvalidArgument, err)
+				return "", errorf(ErrInvalidArgument, "create %s: ACL %v: %w", name, pc.acl, err)
 			}
 			return "", fmt.Errorf("create %s: %w", name, closedErr(err))
 		}
