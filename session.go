@@ -59,11 +59,14 @@ func (c *Client) State() ConnectionState {
 	return c.state
 }
 
-// Listen calls fn with every connection state change, in order, on a
-// goroutine of its own, so a slow fn delays no one else. The final call is
-// with StateClosed. stop ends the calls; it does not wait for a call in
-// progress, so it may be called from fn. Close waits for fn to return, so
-// fn must not call Close.
+// Listen calls fn with the current connection state, then with every
+// change, in order, on a goroutine of its own, so a slow fn delays no one
+// else. A listener added after Connect thus first sees StateConnected (or
+// whatever the state is by then), and one added before the first session
+// of a NewClient sees StateSuspended. The final call is with StateClosed.
+// On a Client that is already closed, fn is never called. stop ends the
+// calls; it does not wait for a call in progress, so it may be called from
+// fn. Close waits for fn to return, so fn must not call Close.
 func (c *Client) Listen(fn func(ConnectionState)) (stop func()) {
 	if fn == nil || c.zero() {
 		return func() {}
@@ -73,6 +76,7 @@ func (c *Client) Listen(fn func(ConnectionState)) (stop func()) {
 	closed := c.state == StateClosed
 	if !closed {
 		c.listeners[l] = struct{}{}
+		l.push(c.state) // under c.mu: before any later change
 	}
 	c.mu.Unlock()
 	if closed || !c.goFunc(l.run) {

@@ -97,12 +97,36 @@ func TestIntegration_MutexListenAndClose(t *testing.T) {
 	_, err = m.Acquire(context.Background())
 	require.ErrorIs(t, err, zklock.ErrClosed)
 	assert.Equal(t, zklock.StateClosed, c.State())
-	select {
-	case s := <-states:
-		assert.Equal(t, zklock.StateClosed, s)
-	case <-time.After(5 * time.Second):
-		t.Fatal("listener not told of Close")
-	}
+	assert.Equal(t, zklock.StateConnected, await(t, states, 5*time.Second), "the current state comes first")
+	assert.Equal(t, zklock.StateClosed, await(t, states, 5*time.Second), "then Close")
 	assert.Equal(t, []string{holder.LockPath(h)}, waitParticipants(t, holder, 1))
 	require.NoError(t, holder.Release(h))
+}
+
+// A listener added after connecting hears the current state first, then
+// every change in order, Closed last.
+func TestIntegration_ListenStartsWithCurrentState(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	faults := zktest.NewFaultsT(t, e.servers)
+	c := e.client(zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
+	states := make(chan zklock.ConnectionState, 100)
+	stop := c.Listen(func(s zklock.ConnectionState) { states <- s })
+	defer stop()
+	assert.Equal(t, zklock.StateConnected, await(t, states, 5*time.Second))
+
+	faults.Cut()
+	assert.Equal(t, zklock.StateSuspended, await(t, states, 10*time.Second))
+	waitStates(t, states, 10*time.Second, zklock.StateReconnected)
+	require.NoError(t, c.Close())
+	waitStates(t, states, 5*time.Second, zklock.StateClosed)
+
+	// A listener on a closed Client is never called.
+	late := make(chan zklock.ConnectionState, 1)
+	c.Listen(func(s zklock.ConnectionState) { late <- s })()
+	select {
+	case s := <-late:
+		t.Fatalf("a listener on a closed Client was called with %v", s)
+	default:
+	}
 }
