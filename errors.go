@@ -49,6 +49,11 @@ var (
 	// ErrClosed is returned by every operation on a closed Client, and by an
 	// Acquire that was waiting when the Client was closed.
 	ErrClosed = errors.New("zklock: client closed")
+
+	// ErrNotConnected is returned by [Client.Ping] when the Client has no
+	// session it can use: before its first session, while the connection
+	// is suspended, or once the session is lost.
+	ErrNotConnected = errors.New("zklock: not connected")
 )
 
 // opErr names the operation and the path in err. When ctx has ended and

@@ -93,6 +93,49 @@ func (c *Client) Listen(fn func(ConnectionState)) (stop func()) {
 	}
 }
 
+// Ping reports whether the Client can serve recipes now. It returns nil
+// when the Client is connected with a session and a round trip to its
+// server (a sync, which the server passes on to the ensemble's leader)
+// succeeds before ctx is done. Otherwise it returns at once, or when ctx
+// is done, with an error that says why: ErrClosed after Close;
+// ErrNotConnected before the first session, while the connection is
+// suspended, or once the session is lost; ctx.Err() when the round trip
+// took too long; or the server's error. Ping does not wait for a
+// reconnection, and leaves nothing behind: a round trip still in flight
+// when ctx ends is abandoned.
+func (c *Client) Ping(ctx context.Context) error {
+	if ctx == nil {
+		return errorf(ErrInvalidArgument, "ping: nil context")
+	}
+	if err := c.usable(); err != nil {
+		return wrapf(err, "ping")
+	}
+	if err := c.notConnected(); err != nil {
+		return err
+	}
+	if _, err := await(c, ctx, func() (string, error) { return c.zc.Sync("/") }, nil); err != nil {
+		return wrapf(closedErr(err), "ping")
+	}
+	return c.notConnected() // the state may have changed meanwhile
+}
+
+// notConnected returns why the Client has no usable session, or nil.
+func (c *Client) notConnected() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.state == StateClosed:
+		return wrapf(ErrClosed, "ping")
+	case c.state == StateLost:
+		return errorf(ErrNotConnected, "ping: session 0x%x lost", c.session)
+	case c.state == StateSuspended && c.beforeFirstSessionLocked():
+		return errorf(ErrNotConnected, "ping: no session yet")
+	case c.state == StateSuspended:
+		return errorf(ErrNotConnected, "ping: connection suspended for %v", time.Since(c.suspended).Round(time.Millisecond))
+	}
+	return nil
+}
+
 // errSessionChanged means that the session some nodes belonged to is gone.
 var errSessionChanged = errors.New("zklock: session lost")
 
