@@ -56,6 +56,7 @@ type Client struct {
 	suspended  time.Time              // when the last suspension began
 	losses     uint64                 // number of session losses so far
 	changed    chan struct{}          // closed and replaced at every transition
+	closeBound time.Time              // set by Close: see pastCloseBound
 	listeners  map[*listener]struct{} // active Listen callbacks
 }
 
@@ -271,12 +272,22 @@ func (c *Client) zero() bool { return c == nil || c.closing == nil }
 // ErrClosed) and every wait (Acquire returns ErrClosed), deletes the
 // Client's lock nodes, closes the connection if Connect opened it, and waits
 // for the Client's goroutines. It is idempotent and always returns nil.
+//
+// On a connection the Client does not own (NewClient), the session, and
+// with it the nodes, outlive the Client. So Close sees every pending delete
+// through: it retries each until the node is deleted or gone, the session
+// is replaced, or the caller closes the connection. If the connection is
+// down, Close may thus wait until it comes back, and at most until a
+// session timeout after it went down (the session has then expired, if
+// the ensemble is up, and the nodes are gone with it), plus a request in
+// flight.
 func (c *Client) Close() error {
 	if c.zero() {
 		return nil
 	}
 	c.closeOnce.Do(func() {
 		c.transition(func() bool {
+			c.closeBound = c.closeBoundLocked()
 			c.state = StateClosed
 			return true
 		})
@@ -303,6 +314,26 @@ func (c *Client) Close() error {
 		}
 	})
 	return nil
+}
+
+// closeBoundLocked is how long after Close the Client keeps deleting its
+// nodes on a connection it does not own: until the session cannot be alive
+// any more if the connection stays down, a session timeout after it went
+// down (or after Close, if it is up). c.mu must be held.
+func (c *Client) closeBoundLocked() time.Time {
+	from := time.Now()
+	if c.state == StateSuspended || c.state == StateLost {
+		from = c.suspended
+	}
+	return from.Add(c.sessionTimeoutLocked())
+}
+
+// pastCloseBound reports whether the Client was closed and its close bound
+// has passed.
+func (c *Client) pastCloseBound() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state == StateClosed && time.Now().After(c.closeBound)
 }
 
 // usable returns ErrClosed (or the NewClient option error) when the Client
@@ -358,9 +389,9 @@ func (c *Client) goFunc(f func()) bool {
 }
 
 // cleanup runs f, a clean-up loop, in the background. Once Close has begun
-// it runs f on the caller's goroutine instead, where f makes one attempt:
-// closing the session deletes the nodes of a connection the Client owns,
-// but a wrapped connection lives on.
+// it runs f on the caller's goroutine instead, for a wrapped connection
+// (which lives on, and its nodes with it; see untilDone): closing the
+// session deletes the nodes of a connection the Client owns.
 func (c *Client) cleanup(f func()) {
 	if !c.goFunc(f) && !c.ownsConn {
 		f()

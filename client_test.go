@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -344,4 +346,59 @@ func TestIntegration_WrappedConnMissedExpiry(t *testing.T) {
 	waitDone(t, h, 10*time.Second)
 	require.ErrorIs(t, context.Cause(h), zklock.ErrLockLost)
 	require.ErrorIs(t, m.Release(h), zklock.ErrLockLost)
+}
+
+// A Client over the caller's connection holds a lock; the connection is
+// cut, so the hold is lost and its delete goes to the background; the
+// Client is closed during the cut; the connection comes back with the
+// same session. Close has seen the delete through: the node is gone,
+// though the caller's session lives on.
+func TestIntegration_WrappedCloseDuringCutDeletesNode(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	faults := zktest.NewFaultsT(t, e.servers)
+	var down atomic.Bool
+	var dials atomic.Int32
+	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		dials.Add(1)
+		if down.Load() {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+		}
+		return faults.Dial(network, addr, timeout)
+	}
+	conn, events, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(quietLogger{}), zk.WithDialer(dial))
+	require.NoError(t, err)
+	defer conn.Close()
+	c := zklock.NewClient(conn, events, zklock.WithSessionTimeout(10*time.Second))
+	require.Eventually(t, func() bool { return c.State() == zklock.StateConnected }, 10*time.Second, 5*time.Millisecond)
+	m, err := zklock.NewMutex(c, e.root+"/wrapped-cut")
+	require.NoError(t, err)
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	node, sid := m.LockPath(h), conn.SessionID()
+
+	down.Store(true)
+	faults.Cut()
+	waitDone(t, h, 10*time.Second) // lost on suspension; the delete cannot reach the server
+	// Let go-zookeeper fail a few redials, so that the delete has failed
+	// at least once and waits to retry.
+	waitDials := func(n int32) {
+		t.Helper()
+		require.Eventually(t, func() bool { return dials.Load() >= n }, 10*time.Second, 5*time.Millisecond)
+	}
+	waitDials(dials.Load() + 2)
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	waitState(t, c, 5*time.Second, zklock.StateClosed)
+	waitDials(dials.Load() + 2) // a request in flight at Close has failed by now
+	down.Store(false)
+
+	require.NoError(t, await(t, closed, 15*time.Second), "Close returns once the delete is done")
+	require.Eventually(t, func() bool {
+		ok, _, err := e.admin.Exists(node)
+		return err == nil && !ok
+	}, 5*time.Second, 10*time.Millisecond, "the node outlived Close")
+	assert.Equal(t, sid, conn.SessionID(), "the caller's session lives on")
+	_, _, err = conn.Exists("/")
+	require.NoError(t, err, "the caller's connection is back and open")
 }
