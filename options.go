@@ -22,14 +22,17 @@ const (
 	// SessionPolicy ends a hold only when the session is lost: reported
 	// expired, or suspended for so long that the servers may have expired
 	// it. go-zookeeper notices a silent connection two thirds of the
-	// session timeout after the server last spoke, so the Client declares
-	// the session lost about a quarter of the session timeout (a third,
-	// less a tenth for the hand-off) after the suspension: a hold rides out
-	// disconnects that reconnect within that time. This holds only if the
-	// ensemble's syncLimit × tickTime (how long a server cut off from its
-	// leader keeps serving) is well under the session timeout; see the
-	// README. Guard writes with fencing tokens ([Mutex.Token],
-	// [Mutex.CheckOp]) under either policy.
+	// session timeout after the server last spoke, and the servers may
+	// expire the session one timeout after they last heard from it, so
+	// the Client trusts a suspended session for a third of the session
+	// timeout less a tenth (kept back for the hand-off): about 23%, 7s of
+	// a 30s session. It then reports [StateLost], whether or not the
+	// servers have expired the session yet. A hold rides out disconnects
+	// that reconnect within that time. This holds only if the ensemble's
+	// syncLimit × tickTime (how long a server cut off from its leader
+	// keeps serving) is well under the session timeout; see the README.
+	// Guard writes with fencing tokens ([Mutex.Token], [Mutex.CheckOp])
+	// under either policy.
 	SessionPolicy
 )
 

@@ -25,8 +25,10 @@ const (
 	// or, after a StateLost, with a new one.
 	StateReconnected
 	// StateLost means the session is gone: the server reported it expired,
-	// the connection stayed suspended for longer than the session timeout, or
-	// the connection came back with a new session.
+	// the connection stayed suspended for longer than the Client trusts a
+	// suspended session (a third of the session timeout less a tenth, as
+	// [SessionPolicy] explains), or the connection came back with a new
+	// session.
 	StateLost
 	// StateClosed is the final state, after Close.
 	StateClosed
