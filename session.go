@@ -477,9 +477,10 @@ func (l *listener) run() {
 	}
 }
 
-// zkLogger routes go-zookeeper's log lines to the Client's logger, and
+// zkLogger routes go-zookeeper's log lines to the Client's logger. It
 // learns the negotiated session timeout from the line go-zookeeper writes
-// when a session is established (it has no accessor for it).
+// when a session is established (it has no accessor for it), and failed
+// dials from the line it writes for each, for Connect's dialWatch.
 type zkLogger struct{ c *Client }
 
 func (l zkLogger) Printf(format string, args ...any) {
