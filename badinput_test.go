@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,7 +169,7 @@ func checkBadResult(t *testing.T, tc badCase, err error) {
 	for _, w := range tc.want {
 		assert.ErrorIs(t, err, w)
 	}
-	assert.True(t, isOneOf(err, append(sentinels, zklock.ErrLocked, zklock.ErrLockUpgrade, zklock.ErrNotReentrant,
+	assert.True(t, isOneOf(err, append(sentinels, zklock.ErrLocked, zklock.ErrLockUpgrade, zklock.ErrNotReentrant, zk.ErrNoServer,
 		context.Canceled, context.DeadlineExceeded)...), "error wraps no sentinel: %v", err)
 	assert.Contains(t, err.Error(), tc.text, "the error must name the path")
 }
@@ -642,7 +643,7 @@ func badOptionCases(e *env) []badCase {
 			_, err = zklock.NewMutex(c, "/a")
 			return err
 		}},
-		{"connect-unreachable", []error{context.DeadlineExceeded}, "127.0.0.1:", func(t *testing.T, k *badEnv) error {
+		{"connect-unreachable", []error{zk.ErrNoServer, syscall.ECONNREFUSED}, "127.0.0.1:", func(t *testing.T, k *badEnv) error {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			require.NoError(t, err)
 			addr := ln.Addr().String()

@@ -117,6 +117,12 @@ func errorf(kind error, format string, args ...any) error {
 	return &kindError{kind: kind, err: fmt.Errorf(msgPrefix+format, args...)}
 }
 
+// kindOf returns err as an error of kind (a sentinel) too, with the
+// message "zklock: " + kind's text + ": " + err's, each said once.
+func kindOf(kind, err error) error {
+	return &wrapError{msg: msgPrefix + unprefixed(kind) + ": " + unprefixed(err), errs: []error{kind, err}}
+}
+
 // joinErrs returns the one error that is not nil, or both joined.
 func joinErrs(a, b error) error {
 	switch {

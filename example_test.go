@@ -592,8 +592,10 @@ func ExampleClient_Listen() {
 	states := make(chan zklock.ConnectionState, 16)
 	stop := client.Listen(func(s zklock.ConnectionState) { states <- s })
 	defer stop()
+	fmt.Println(<-states) // the current state comes first
 	_ = client.Close()
 	fmt.Println(<-states)
 	// Output:
+	// Connected
 	// Closed
 }

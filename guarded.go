@@ -38,7 +38,7 @@ func (hd *Hold) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 	for i, op := range ops {
 		full, err := c.inNamespace(op)
 		if err != nil {
-			return nil, fmt.Errorf("zklock: multi %s: op %d: %w", hd.path, i, err)
+			return nil, wrapf(err, "multi %s: op %d", hd.path, i)
 		}
 		req = append(req, full)
 	}
@@ -60,14 +60,14 @@ func (hd *Hold) guard(ctx context.Context) (*Client, []*lockNode, error) {
 	case hd == nil || hd.h == nil:
 		return nil, nil, errZeroHold
 	case ctx == nil:
-		return nil, nil, fmt.Errorf("zklock: multi %s: nil context: %w", hd.path, ErrInvalidArgument)
+		return nil, nil, wrapf(ErrInvalidArgument, "multi %s: nil context", hd.path)
 	}
 	if err := hd.h.check("multi", hd.path); err != nil {
 		return nil, nil, err
 	}
 	c, nodes, err := hd.h.nodes()
 	if err != nil {
-		return nil, nil, fmt.Errorf("zklock: multi %s: %w", hd.path, err)
+		return nil, nil, wrapf(err, "multi %s", hd.path)
 	}
 	return c, nodes, nil
 }
@@ -79,19 +79,19 @@ func (hd *Hold) multiErr(ctx context.Context, ops []any, nodes []*lockNode, res 
 		for i, n := range nodes {
 			if res[i].Error != nil {
 				return cmpErr(hd.h.check("multi", hd.path),
-					fmt.Errorf("zklock: multi %s: %w: node %s is gone", hd.path, ErrLockLost, hd.h.relPath(n.path)))
+					errorf(ErrLockLost, "multi %s: lock lost: node %s is gone", hd.path, hd.h.relPath(n.path)))
 			}
 		}
 		for i, r := range res[len(nodes):] {
 			if r.Error != nil {
-				return fmt.Errorf("zklock: multi %s: op %d (%s): %w", hd.path, i, opName(ops[i]), r.Error)
+				return wrapf(r.Error, "multi %s: op %d (%s)", hd.path, i, opName(ops[i]))
 			}
 		}
 	}
 	if retryable(err) || errors.Is(err, ctx.Err()) {
 		return opErr(ctx, "multi", hd.path, fmt.Errorf("outcome unknown: %w", err))
 	}
-	return fmt.Errorf("zklock: multi %s: %w", hd.path, err)
+	return wrapf(err, "multi %s", hd.path)
 }
 
 // cmpErr returns a if it is not nil, else b.

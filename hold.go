@@ -12,7 +12,7 @@ import (
 )
 
 // errLostClosed is why a hold ends when its Client closes.
-var errLostClosed = fmt.Errorf("%w: %w", ErrLockLost, ErrClosed)
+var errLostClosed = kindOf(ErrLockLost, ErrClosed)
 
 // Hold is one hold of a lock, the value that acquiring returns:
 // [Mutex.Lock] and [Mutex.TryLock] (also on both sides of a
@@ -49,7 +49,7 @@ func newHandle(h *hold, ctx context.Context, path string, release func() error) 
 
 // errZeroHold is returned by the methods of a Hold not made by this
 // package.
-var errZeroHold = fmt.Errorf("zklock: Hold not made by a lock: %w", ErrInvalidArgument)
+var errZeroHold = wrapf(ErrInvalidArgument, "Hold not made by a lock")
 
 // Context returns the context that carries the hold. It is cancelled when
 // the hold ends, with cause ErrReleased after the last Release of the
@@ -94,7 +94,7 @@ func (hd *Hold) Release() error {
 		return errZeroHold
 	}
 	if !hd.spent.CompareAndSwap(false, true) {
-		return fmt.Errorf("zklock: release %s: %w: this Hold was released before", hd.path, ErrNotHeld)
+		return errorf(ErrNotHeld, "release %s: this Hold was released before", hd.path)
 	}
 	return hd.release()
 }
@@ -141,7 +141,7 @@ func (hd *Hold) node(what string) (*lockNode, error) {
 		return nil, err
 	}
 	if hd.h.node == nil {
-		return nil, fmt.Errorf("zklock: %s %s: a multi-lock has no single node: %w", what, hd.path, ErrInvalidArgument)
+		return nil, wrapf(ErrInvalidArgument, "%s %s: a multi-lock has no single node", what, hd.path)
 	}
 	return hd.h.node, nil
 }
@@ -164,7 +164,7 @@ func (hd *Hold) Path() string {
 // Call cancel when the work is done, to release what Bind set up.
 func (hd *Hold) Bind(ctx context.Context) (context.Context, context.CancelFunc) {
 	if ctx == nil {
-		ctx = errCtx(fmt.Errorf("zklock: bind: nil context: %w", ErrInvalidArgument))
+		ctx = errCtx(wrapf(ErrInvalidArgument, "bind: nil context"))
 	}
 	hctx := hd.Context()
 	bound, cancel := context.WithCancelCause(valuesFrom{ctx, hctx})
@@ -199,13 +199,13 @@ func (hd *Hold) run(ctx context.Context, fn func(context.Context) error) error {
 // c is nil for a MultiLock, which logs nothing.
 func notHeld(c *Client, path string, live int32) error {
 	if live <= 0 {
-		return fmt.Errorf("zklock: release %s: %w", path, ErrNotHeld)
+		return wrapf(ErrNotHeld, "release %s", path)
 	}
 	const hint = "the context given carries no hold, but the lock is held in this process, and stays held: release with the context that Acquire returned, or use Lock and Hold.Release"
 	if c != nil {
 		c.log.Warn("zklock: release with a context that carries no hold; the lock stays held", "path", path, "live", live)
 	}
-	return fmt.Errorf("zklock: release %s: %w: %s", path, ErrNotHeld, hint)
+	return errorf(ErrNotHeld, "release %s: %s", path, hint)
 }
 
 // zeroHoldCtx is the context of a Hold not made by this package.
@@ -407,11 +407,11 @@ func (h *hold) loseBy(err error) {
 	}
 	switch {
 	case errors.Is(err, errNodeGone):
-		err = fmt.Errorf("%w: node %s deleted", ErrLockLost, h.c.relPath(h.node.path))
+		err = errorf(ErrLockLost, "lock lost: node %s deleted", h.c.relPath(h.node.path))
 	case errors.Is(err, ErrClosed):
 		err = errLostClosed
 	default:
-		err = fmt.Errorf("%w: %w", ErrLockLost, err)
+		err = kindOf(ErrLockLost, err)
 	}
 	h.lose(err)
 }
@@ -496,7 +496,7 @@ func (h *hold) isLive() bool {
 // ErrNotHeld once it is released. what and path name the operation.
 func (h *hold) check(what, path string) error {
 	if h == nil {
-		return fmt.Errorf("zklock: %s %s: %w", what, path, ErrNotHeld)
+		return wrapf(ErrNotHeld, "%s %s", what, path)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -504,7 +504,7 @@ func (h *hold) check(what, path string) error {
 	case h.lost != nil:
 		return h.lost
 	case h.ended:
-		return fmt.Errorf("zklock: %s %s: %w", what, path, ErrNotHeld)
+		return wrapf(ErrNotHeld, "%s %s", what, path)
 	}
 	return nil
 }
@@ -517,7 +517,7 @@ func (h *hold) release(path string) error {
 	h.mu.Lock()
 	if h.count == 0 {
 		h.mu.Unlock()
-		return fmt.Errorf("zklock: release %s: %w", path, ErrNotHeld)
+		return wrapf(ErrNotHeld, "release %s", path)
 	}
 	h.count--
 	if lost := h.lost; lost != nil {
@@ -543,7 +543,7 @@ func (h *hold) lose(err error) {
 		h.mu.Unlock()
 		return
 	}
-	h.lost = fmt.Errorf("zklock: %s: %w", h.name, err)
+	h.lost = wrapf(err, "%s", h.name)
 	h.endLocked(h.lost)
 	h.mu.Unlock()
 	h.emit(Event{Kind: EventLost, Err: h.lost}) // logged there, at Warn
@@ -584,9 +584,9 @@ func (h *hold) deleteNode() error {
 	err := h.c.deleteNode(h.node.path)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		return fmt.Errorf("zklock: %s: %w: node already gone", h.name, ErrLockLost)
+		return errorf(ErrLockLost, "%s: lock lost: node already gone", h.name)
 	case err != nil:
-		return fmt.Errorf("zklock: %s: %w", h.name, err)
+		return wrapf(err, "%s", h.name)
 	}
 	return nil
 }

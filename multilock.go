@@ -3,7 +3,6 @@ package zklock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync/atomic"
 )
@@ -60,7 +59,7 @@ func NewMultiLock(locks ...Locker) *MultiLock {
 // the same paths cannot deadlock. A path given twice is locked once.
 func NewMultiLockPaths(c *Client, paths ...string) (*MultiLock, error) {
 	if len(paths) == 0 {
-		return nil, fmt.Errorf("zklock: multi-lock: no paths: %w", ErrInvalidArgument)
+		return nil, wrapf(ErrInvalidArgument, "multi-lock: no paths")
 	}
 	sorted := slices.Compact(slices.Sorted(slices.Values(paths)))
 	locks := make([]Locker, len(sorted))
@@ -122,7 +121,7 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 		mctx, err := take(l, carrier)
 		if err != nil {
 			ml.releaseMembers(member)
-			return nil, fmt.Errorf("zklock: multi-lock: lock %d of %d: %w", i+1, len(ml.locks), err)
+			return nil, wrapf(err, "multi-lock: lock %d of %d", i+1, len(ml.locks))
 		}
 		member = append(member, mctx)
 		if parts != nil {
@@ -159,21 +158,21 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 func (ml *MultiLock) usable(ctx context.Context) error {
 	switch {
 	case ctx == nil:
-		return fmt.Errorf("zklock: multi-lock: nil context: %w", ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "multi-lock: nil context")
 	case ml == nil || len(ml.locks) == 0:
-		return fmt.Errorf("zklock: multi-lock: no members: %w", ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "multi-lock: no members")
 	}
 	seen := make(map[any]int, len(ml.locks))
 	for i, l := range ml.locks {
 		if l == nil {
-			return fmt.Errorf("zklock: multi-lock: lock %d of %d is nil: %w", i+1, len(ml.locks), ErrInvalidArgument)
+			return wrapf(ErrInvalidArgument, "multi-lock: lock %d of %d is nil", i+1, len(ml.locks))
 		}
 		key, name := memberKey(l)
 		if key == nil {
 			continue
 		}
 		if j, dup := seen[key]; dup {
-			return fmt.Errorf("zklock: multi-lock: locks %d and %d of %d both lock %s: %w", j+1, i+1, len(ml.locks), name, ErrInvalidArgument)
+			return wrapf(ErrInvalidArgument, "multi-lock: locks %d and %d of %d both lock %s", j+1, i+1, len(ml.locks), name)
 		}
 		seen[key] = i
 	}

@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"context"
-	"fmt"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -272,7 +271,7 @@ func (m *Mutex) Participants(ctx context.Context) ([]string, error) {
 	}
 	children, err := m.li.sortedChildren(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("zklock: participants %s: %w", m.path, err)
+		return nil, wrapf(err, "participants %s", m.path)
 	}
 	out := make([]string, 0, len(children))
 	for _, ch := range children {
@@ -307,7 +306,7 @@ func (m *Mutex) MakeRevocable(fn func(*Mutex)) {
 // goes on. A nil fn gives ErrInvalidArgument, before anything is acquired.
 func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	if fn == nil {
-		return fmt.Errorf("zklock: do %s: nil function: %w", m.Path(), ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "do %s: nil function", m.Path())
 	}
 	hd, err := m.Lock(ctx)
 	if err != nil {
@@ -321,9 +320,9 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 func (m *Mutex) usable(ctx context.Context, what string) error {
 	switch {
 	case m == nil || m.c == nil:
-		return fmt.Errorf("zklock: %s: Mutex not made by NewMutex or NewReadWriteLock: %w", what, ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "%s: Mutex not made by NewMutex or NewReadWriteLock", what)
 	case ctx == nil:
-		return fmt.Errorf("zklock: %s %s: nil context: %w", what, m.path, ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "%s %s: nil context", what, m.path)
 	}
 	return nil
 }

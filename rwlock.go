@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"strings"
 
@@ -132,7 +131,7 @@ func (readDriver) SortKey(child, _ string) string { return rwSortKey(child) }
 func (readDriver) GetsTheLock(children []string, node string, _ int) (PredicateResult, error) {
 	acquired, watch, found := layout.ReaderGetsTheLock(children, node)
 	if !found {
-		return PredicateResult{}, fmt.Errorf("zklock: sequential node %s not found: %w", node, zk.ErrNoNode)
+		return PredicateResult{}, wrapf(zk.ErrNoNode, "sequential node %s not found", node)
 	}
 	return PredicateResult{Acquired: acquired, Watch: watch}, nil
 }

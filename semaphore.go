@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	pathpkg "path"
 	"slices"
@@ -60,7 +59,7 @@ type Lease struct {
 // int32), and ErrInvalidPath for a bad path. It does no I/O.
 func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*Semaphore, error) {
 	if maxLeases < 1 || maxLeases > math.MaxInt32 {
-		return nil, fmt.Errorf("zklock: semaphore %s: maxLeases %d is outside [1, %d]: %w", quotePath(path), maxLeases, math.MaxInt32, ErrInvalidArgument)
+		return nil, wrapf(ErrInvalidArgument, "semaphore %s: maxLeases %d is outside [1, %d]", quotePath(path), maxLeases, math.MaxInt32)
 	}
 	o, err := parseLockOptions("semaphore", path, opts, false)
 	if err != nil {
@@ -138,7 +137,7 @@ func (s *Semaphore) Participants(ctx context.Context) ([]string, error) {
 	leases := lockInternals{c: s.c, basePath: s.leases, lockName: leaseName, driver: StandardDriver{}}
 	children, err := leases.sortedChildren(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("zklock: semaphore %s participants: %w", s.path, err)
+		return nil, wrapf(err, "semaphore %s participants", s.path)
 	}
 	if children == nil {
 		children = []string{}
@@ -151,9 +150,9 @@ func (s *Semaphore) Participants(ctx context.Context) ([]string, error) {
 func (s *Semaphore) usable(ctx context.Context, what string) error {
 	switch {
 	case s == nil || s.c == nil:
-		return fmt.Errorf("zklock: semaphore %s: Semaphore not made by NewSemaphore: %w", what, ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "semaphore %s: Semaphore not made by NewSemaphore", what)
 	case ctx == nil:
-		return fmt.Errorf("zklock: semaphore %s %s: nil context: %w", s.path, what, ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "semaphore %s %s: nil context", s.path, what)
 	}
 	return nil
 }
@@ -163,7 +162,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 		return nil, err
 	}
 	if n < 1 || n > s.maxLeases {
-		return nil, fmt.Errorf("zklock: acquire %s: %d leases of %d: %w", s.path, n, s.maxLeases, ErrInvalidArgument)
+		return nil, wrapf(ErrInvalidArgument, "acquire %s: %d leases of %d", s.path, n, s.maxLeases)
 	}
 	start := time.Now()
 	s.c.emit(Event{Kind: EventAcquireStarted, Path: s.path})
@@ -301,7 +300,7 @@ func deleteNodes(c *Client, nodes []*lockNode) {
 // Release changes nothing and returns an error wrapping ErrNotHeld.
 func (l *Lease) Release() error {
 	if l == nil || l.h == nil {
-		return fmt.Errorf("zklock: lease release: Lease not made by a Semaphore: %w", ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "lease release: Lease not made by a Semaphore")
 	}
 	return l.hd.Release()
 }
@@ -352,9 +351,9 @@ func (l *Lease) Path() string {
 func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 	switch {
 	case l == nil || l.h == nil:
-		return nil, fmt.Errorf("zklock: lease data: Lease not made by a Semaphore: %w", ErrInvalidArgument)
+		return nil, wrapf(ErrInvalidArgument, "lease data: Lease not made by a Semaphore")
 	case ctx == nil:
-		return nil, fmt.Errorf("zklock: lease %s data: nil context: %w", l.Path(), ErrInvalidArgument)
+		return nil, wrapf(ErrInvalidArgument, "lease %s data: nil context", l.Path())
 	}
 	if err := l.h.check("lease data", l.Path()); err != nil {
 		return nil, err
@@ -366,7 +365,7 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 	})
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		return nil, cmp.Or(l.h.check("lease data", l.Path()), fmt.Errorf("zklock: lease %s data: %w: %w", l.Path(), ErrLockLost, err))
+		return nil, cmp.Or(l.h.check("lease data", l.Path()), wrapf(kindOf(ErrLockLost, err), "lease %s data", l.Path()))
 	case err != nil:
 		return nil, opErr(ctx, "lease data", l.Path(), err)
 	}

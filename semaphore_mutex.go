@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"context"
-	"fmt"
 	"sync"
 )
 
@@ -54,10 +53,10 @@ func (m *SemaphoreMutex) TryAcquire(ctx context.Context) (context.Context, error
 
 func (m *SemaphoreMutex) acquire(ctx context.Context, try bool) (context.Context, error) {
 	if m == nil || m.s == nil {
-		return nil, fmt.Errorf("zklock: acquire: SemaphoreMutex not made by NewSemaphoreMutex: %w", ErrInvalidArgument)
+		return nil, wrapf(ErrInvalidArgument, "acquire: SemaphoreMutex not made by NewSemaphoreMutex")
 	}
 	if holdIn(ctx, m).isLive() {
-		return nil, fmt.Errorf("zklock: acquire %s: %w", m.s.path, ErrNotReentrant)
+		return nil, wrapf(ErrNotReentrant, "acquire %s", m.s.path)
 	}
 	leases, err := m.s.acquire(ctx, 1, try)
 	if err != nil {
@@ -97,7 +96,7 @@ func (m *SemaphoreMutex) handle(hctx context.Context, err error) (*Hold, error) 
 // lock is then free).
 func (m *SemaphoreMutex) Release(ctx context.Context) error {
 	if m == nil || m.s == nil {
-		return fmt.Errorf("zklock: release: SemaphoreMutex not made by NewSemaphoreMutex: %w", ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "release: SemaphoreMutex not made by NewSemaphoreMutex")
 	}
 	h := holdIn(ctx, m)
 	m.mu.Lock()
@@ -109,7 +108,7 @@ func (m *SemaphoreMutex) Release(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	if h == nil {
-		return fmt.Errorf("zklock: release %s: %w", m.s.path, ErrNotHeld)
+		return wrapf(ErrNotHeld, "release %s", m.s.path)
 	}
 	return h.release(m.s.path)
 }
