@@ -124,7 +124,8 @@
 // # Exit codes
 //
 //	0        success; for exec, CMD's own exit code is returned
-//	1        error (ZooKeeper, connection, release failed, not confirmed)
+//	1        error (ZooKeeper, connection, release failed, break not
+//	         confirmed, revoke -wait saw no release)
 //	2        usage error
 //	3        exec: the hold was lost while CMD ran, or revoked before CMD ran
 //	4        inspect, list, revoke, break: PATH (or NODE) does not exist
@@ -158,7 +159,8 @@ const (
 // exitCodesText is the exit codes' part of the usage text.
 const exitCodesText = `Exit codes:
   0        success; for exec, the command's own exit code is returned
-  1        error (ZooKeeper, connection, release failed, not confirmed)
+  1        error (ZooKeeper, connection, release failed, break not
+           confirmed, revoke -wait saw no release)
   2        usage error
   3        exec: the hold was lost while the command ran, or revoked
            before it ran
