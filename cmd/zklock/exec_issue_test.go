@@ -153,3 +153,30 @@ func TestConnectTimeout(t *testing.T) {
 		assert.Regexp(t, `-session-timeout duration\n.*library's default\) \(default 30s\)`, r.stdout, cmd)
 	}
 }
+
+// A revocation that comes while exec -revocable waits is honoured when
+// the lock is granted: exec releases at once, runs nothing, and exits 3.
+func TestExecRevokedWhileWaiting(t *testing.T) {
+	e := setup(t)
+	release := e.hold()
+	ran := filepath.Join(t.TempDir(), "ran")
+	p := e.start("exec", "-revocable", e.path, "--", "touch", ran)
+	waitFor(t, "exec's node queued", func() bool { return len(e.children(e.path)) == 2 })
+	nodes := e.children(e.path)
+	v := e.inspectJSON(e.path)
+	require.Len(t, v.Nodes, 2)
+	waiter := v.Nodes[1].Path
+	require.Contains(t, nodes, path.Base(waiter))
+	r := e.run("revoke", e.path, waiter)
+	require.Equal(t, 0, r.code, r.stderr)
+	waitFor(t, "the revocation written", func() bool {
+		data, _, err := e.admin.Get(waiter)
+		return err == nil && string(data) == "__REVOKE__"
+	})
+	release()
+	assert.Equal(t, 3, p.wait(t), "stderr: %s", p.stderr)
+	assert.Contains(t, p.stderr.String(), "requested while waiting")
+	_, err := os.Stat(ran)
+	assert.True(t, os.IsNotExist(err), "the command did not run")
+	assert.Empty(t, e.children(e.path), "released")
+}
