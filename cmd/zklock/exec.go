@@ -63,7 +63,7 @@ owner (default: the host's address).
 -policy standard (the default) tells CMD at the first disconnect, so that
 CMD never runs while exec cannot know that it holds the lock, but any blip
 (a server restart) ends CMD. -policy session rides out disconnects that
-reconnect within about a quarter of -session-timeout, at the price of CMD
+reconnect within a third of -session-timeout less a tenth (7s of 30s), at the price of CMD
 running on, meanwhile, unsure of its hold (safe if the ensemble's syncLimit
 times tickTime is well under the session timeout; use ZKLOCK_TOKEN to fence).
 `
