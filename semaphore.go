@@ -201,23 +201,35 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool) ([]*Lease,
 	// Give the internal lock up without waiting for the delete's reply:
 	// the next acquirer waits for it, our caller need not.
 	defer c.cleanup(func() { c.deleteNode(lock.path) })
-	nodes, err := s.createLeases(ctx, n)
+	nodes, first, err := s.createLeases(ctx, n)
 	if err != nil {
 		return nil, err
 	}
 	for _, nd := range nodes {
 		nd.position = lock.position // its place in the queue of acquirers
 	}
-	// Learn the leases' tokens alongside the first decision.
-	owns := make([]<-chan error, len(nodes))
-	for i, nd := range nodes {
-		owns[i] = watchOwnAlongside(ctx, c, nd, nil)
-	}
+	// The leases' own watches, which learn their tokens, are left to their
+	// holds, as for a Mutex granted at once: a grant costs the creates'
+	// round trip alone.
 	w := waiter{c: c, session: nodes[0].session, try: try}
-	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) { return s.decide(ctx, nodes) })
-	for _, own := range owns {
-		err = cmp.Or(err, <-own)
-	}
+	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) {
+		if first == nil {
+			return s.decide(ctx, nodes)
+		}
+		var l leaseListing
+		select {
+		case l = <-first:
+		case <-ctx.Done():
+			return verdict{}, ctx.Err()
+		case <-c.closing:
+			return verdict{}, ErrClosed
+		}
+		first = nil
+		if v, ok := s.verdict(l, nodes); ok {
+			return v, nil
+		}
+		return s.decide(ctx, nodes)
+	})
 	if err != nil {
 		deleteNodes(c, nodes)
 		return nil, err
@@ -225,33 +237,57 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool) ([]*Lease,
 	return s.grant(ctx, nodes, snap)
 }
 
-// createLeases creates n lease nodes. On failure it deletes the nodes it
-// made.
-func (s *Semaphore) createLeases(ctx context.Context, n int) ([]*lockNode, error) {
+// leaseListing is one listing of the leases, with its watch.
+type leaseListing struct {
+	children []string
+	ch       <-chan zk.Event
+	err      error
+}
+
+// createLeases creates n lease nodes and, right behind the last create,
+// lists the leases with a watch, so that the first decision costs no round
+// trip of its own. The listing comes on the channel. On failure it deletes
+// the nodes it made.
+func (s *Semaphore) createLeases(ctx context.Context, n int) ([]*lockNode, <-chan leaseListing, error) {
+	c := s.c
 	var made []*lockNode
-	for range n {
-		session := s.c.snapshot().session
-		p, err := s.c.createProtected(ctx, pathpkg.Join(s.leases, leaseName), s.data, zk.FlagEphemeral|zk.FlagSequence, "")
+	for i := range n {
+		cctx, sent, listed := ctx, func() {}, (<-chan leaseListing)(nil)
+		if i == n-1 {
+			var ok bool
+			if cctx, sent, listed, ok = readBehind(ctx, c, s.listLeases); !ok {
+				deleteNodes(c, made)
+				return nil, nil, ErrClosed
+			}
+		}
+		session := c.snapshot().session
+		p, err := c.createProtected(cctx, pathpkg.Join(s.leases, leaseName), s.data, zk.FlagEphemeral|zk.FlagSequence, "")
+		sent()
 		if err != nil {
-			deleteNodes(s.c, made)
-			return nil, closedErr(err)
+			deleteNodes(c, made)
+			return nil, nil, closedErr(err)
 		}
 		made = append(made, newLockNode(p, session))
+		if listed != nil {
+			return made, listed, nil
+		}
 	}
-	return made, nil
+	return made, nil, nil
+}
+
+// listLeases lists the leases once, with a watch.
+func (s *Semaphore) listLeases() leaseListing {
+	children, _, ch, err := s.c.zc.ChildrenW(s.leases)
+	return leaseListing{children, ch, err}
 }
 
 // decide lists the leases once, with a watch. Ours are granted when every
 // one of them is there and there are at most maxLeases in all, whoever made
 // them.
 func (s *Semaphore) decide(ctx context.Context, nodes []*lockNode) (verdict, error) {
-	type got struct {
-		children []string
-		ch       <-chan zk.Event
-	}
-	g, err := retry(s.c, ctx, func() (got, error) {
-		children, _, ch, err := s.c.zc.ChildrenW(s.leases)
-		return got{children, ch}, err
+	l, err := retry(s.c, ctx, func() (leaseListing, error) {
+		l := s.listLeases()
+		return l, l.err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return verdict{}, errNodeGone
@@ -259,12 +295,25 @@ func (s *Semaphore) decide(ctx context.Context, nodes []*lockNode) (verdict, err
 	if err != nil {
 		return verdict{}, err
 	}
+	if v, ok := s.verdict(l, nodes); ok {
+		return v, nil
+	}
+	return verdict{}, errNodeGone
+}
+
+// verdict decides from a listing that shows every one of nodes: granted
+// while there are at most maxLeases leases in all, whoever made them. It
+// reports false for a failed listing or one that lacks a node.
+func (s *Semaphore) verdict(l leaseListing, nodes []*lockNode) (verdict, bool) {
+	if l.err != nil {
+		return verdict{}, false
+	}
 	for _, nd := range nodes {
-		if !slices.Contains(g.children, nd.name) {
-			return verdict{}, errNodeGone
+		if !slices.Contains(l.children, nd.name) {
+			return verdict{}, false
 		}
 	}
-	return verdict{granted: len(g.children) <= s.maxLeases, watch: g.ch}, nil
+	return verdict{granted: len(l.children) <= s.maxLeases, watch: l.ch}, true
 }
 
 // grant turns granted lease nodes into Leases, each a hold watched for
@@ -372,14 +421,25 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 	return data, nil
 }
 
-// Token returns the lease's fencing token: its node's creation zxid, 0
-// for a Lease not made by a Semaphore. It does not say whether the lease
-// still stands; l.Hold().Token() does, as every hold's Token.
+// Token returns the lease's fencing token: its node's creation zxid. Right
+// after the grant it may wait for the lease's first watch to learn it (one
+// round trip at most, unless the lease is lost meanwhile). It is 0 for a
+// lease that ended before its token was learnt, and for a Lease not made
+// by a Semaphore. It does not say whether the lease still stands;
+// l.Hold().Token() does, as every hold's Token.
 func (l *Lease) Token() int64 {
 	if l == nil || l.h == nil {
 		return 0
 	}
-	return l.h.node.czxid
+	select {
+	case <-l.h.node.known:
+		return l.h.node.czxid
+	case <-l.h.ctx.Done():
+		if l.h.node.isKnown() {
+			return l.h.node.czxid
+		}
+		return 0
+	}
 }
 
 // CheckOp returns a check on the lease node, to put first in conn.Multi so
