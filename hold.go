@@ -47,6 +47,15 @@ func newHandle(h *hold, ctx context.Context, path string, release func() error) 
 	return &Hold{h: h, ctx: ctx, path: path, release: release}
 }
 
+// handleOf wraps the outcome of an acquire of l, hctx or err, in a Hold
+// that releases through l.Release(hctx). path names the lock in errors.
+func handleOf(l Locker, path string, hctx context.Context, err error) (*Hold, error) {
+	if err != nil {
+		return nil, err
+	}
+	return newHandle(holdIn(hctx, l), hctx, path, func() error { return l.Release(hctx) }), nil
+}
+
 // errZeroHold is returned by the methods of a Hold not made by this
 // package.
 var errZeroHold = wrapf(ErrInvalidArgument, "Hold not made by a lock")

@@ -76,20 +76,14 @@ func NewMultiLockPaths(c *Client, paths ...string) (*MultiLock, error) {
 // Lock is Acquire returning the hold as a [Hold], released with
 // [Hold.Release]. Its errors are Acquire's.
 func (ml *MultiLock) Lock(ctx context.Context) (*Hold, error) {
-	return ml.handle(ml.acquire(ctx, Locker.Acquire))
+	hctx, err := ml.acquire(ctx, Locker.Acquire)
+	return handleOf(ml, "multi-lock", hctx, err)
 }
 
 // TryLock is Lock without waiting: ErrLocked when another holds a member.
 func (ml *MultiLock) TryLock(ctx context.Context) (*Hold, error) {
-	return ml.handle(ml.acquire(ctx, Locker.TryAcquire))
-}
-
-// handle wraps the outcome of an acquire in a Hold.
-func (ml *MultiLock) handle(hctx context.Context, err error) (*Hold, error) {
-	if err != nil {
-		return nil, err
-	}
-	return newHandle(holdIn(hctx, ml), hctx, "multi-lock", func() error { return ml.Release(hctx) }), nil
+	hctx, err := ml.acquire(ctx, Locker.TryAcquire)
+	return handleOf(ml, "multi-lock", hctx, err)
 }
 
 // Acquire takes every lock, in order, under ctx's one deadline. If ctx

@@ -99,21 +99,15 @@ func newMutex(c *Client, path, lockName string, maxLeases int, o lockOptions) (*
 // context that already holds the lock re-enters, and returns another Hold
 // that owes its own Release. Its errors are Acquire's.
 func (m *Mutex) Lock(ctx context.Context) (*Hold, error) {
-	return m.handle(m.acquire(ctx, false))
+	hctx, err := m.acquire(ctx, false)
+	return handleOf(m, m.Path(), hctx, err)
 }
 
 // TryLock is Lock without waiting: if another participant holds the lock,
 // it returns an error wrapping ErrLocked at once and leaves no node behind.
 func (m *Mutex) TryLock(ctx context.Context) (*Hold, error) {
-	return m.handle(m.acquire(ctx, true))
-}
-
-// handle wraps the outcome of an acquire in a Hold.
-func (m *Mutex) handle(hctx context.Context, err error) (*Hold, error) {
-	if err != nil {
-		return nil, err
-	}
-	return newHandle(holdIn(hctx, m), hctx, m.path, func() error { return m.Release(hctx) }), nil
+	hctx, err := m.acquire(ctx, true)
+	return handleOf(m, m.Path(), hctx, err)
 }
 
 // Acquire blocks until the lock is held, ctx is done, or the Client is

@@ -72,20 +72,14 @@ func (m *SemaphoreMutex) acquire(ctx context.Context, try bool) (context.Context
 // Lock is Acquire returning the hold as a [Hold], released with
 // [Hold.Release]. Its errors are Acquire's.
 func (m *SemaphoreMutex) Lock(ctx context.Context) (*Hold, error) {
-	return m.handle(m.acquire(ctx, false))
+	hctx, err := m.acquire(ctx, false)
+	return handleOf(m, m.path(), hctx, err)
 }
 
 // TryLock is Lock without waiting: ErrLocked when another holds it.
 func (m *SemaphoreMutex) TryLock(ctx context.Context) (*Hold, error) {
-	return m.handle(m.acquire(ctx, true))
-}
-
-// handle wraps the outcome of an acquire in a Hold.
-func (m *SemaphoreMutex) handle(hctx context.Context, err error) (*Hold, error) {
-	if err != nil {
-		return nil, err
-	}
-	return newHandle(holdIn(hctx, m), hctx, m.s.path, func() error { return m.Release(hctx) }), nil
+	hctx, err := m.acquire(ctx, true)
+	return handleOf(m, m.path(), hctx, err)
 }
 
 // Release ends the hold that ctx carries. As in Curator, any context may
@@ -116,4 +110,13 @@ func (m *SemaphoreMutex) Release(ctx context.Context) error {
 // IsAcquiredInThisProcess reports whether the lock is held through m.
 func (m *SemaphoreMutex) IsAcquiredInThisProcess() bool {
 	return m != nil && m.s != nil && m.s.live.Load() > 0
+}
+
+// path returns the lock's path, "" for a SemaphoreMutex not made by
+// NewSemaphoreMutex.
+func (m *SemaphoreMutex) path() string {
+	if m == nil || m.s == nil {
+		return ""
+	}
+	return m.s.path
 }

@@ -98,6 +98,23 @@ func (c *common) isSet(name string) bool {
 	return set
 }
 
+// pathAndClient parses a command line of one lock path and no command,
+// checks the path, and connects.
+func (c *common) pathAndClient(args []string) (string, *zklock.Client, error) {
+	pos, rest, err := c.parse(args, 1)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(rest) > 0 {
+		return "", nil, fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
+	}
+	if err := checkPath(pos[0]); err != nil {
+		return "", nil, err
+	}
+	client, err := c.connect()
+	return pos[0], client, err
+}
+
 // connect connects a Client as the common flags say.
 func (c *common) connect() (*zklock.Client, error) {
 	if c.servers == "" {

@@ -51,22 +51,12 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 }
 
 func (f *inspectFlags) inspect(args []string, stdout io.Writer) error {
-	pos, rest, err := f.parse(args, 1)
-	if err != nil {
-		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
-	}
-	if err := checkPath(pos[0]); err != nil {
-		return err
-	}
-	client, err := f.connect()
+	p, client, err := f.pathAndClient(args)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	in := &inspector{c: client, common: f.common, path: pos[0]}
+	in := &inspector{c: client, common: f.common, path: p}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if !f.watch {

@@ -58,17 +58,7 @@ func runList(args []string, stdout, stderr io.Writer) int {
 }
 
 func (f *listFlags) list(args []string, stdout io.Writer) error {
-	pos, rest, err := f.parse(args, 1)
-	if err != nil {
-		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
-	}
-	if err := checkPath(pos[0]); err != nil {
-		return err
-	}
-	client, err := f.connect()
+	root, client, err := f.pathAndClient(args)
 	if err != nil {
 		return err
 	}
@@ -76,14 +66,14 @@ func (f *listFlags) list(args []string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	w := &walker{c: client, common: f.common, locks: []lockSummary{}}
-	if err := w.walk(ctx, pos[0], true); err != nil {
+	if err := w.walk(ctx, root, true); err != nil {
 		return err
 	}
-	if err := f.print(stdout, pos[0], w.locks); err != nil {
+	if err := f.print(stdout, root, w.locks); err != nil {
 		return err
 	}
 	if w.failed > 0 {
-		return fmt.Errorf("%s under %s could not be read", plural(w.failed, "lock"), pos[0])
+		return fmt.Errorf("%s under %s could not be read", plural(w.failed, "lock"), root)
 	}
 	return nil
 }
