@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,7 +169,7 @@ func checkBadResult(t *testing.T, tc badCase, err error) {
 	for _, w := range tc.want {
 		assert.ErrorIs(t, err, w)
 	}
-	assert.True(t, isOneOf(err, append(sentinels, zklock.ErrLocked, zklock.ErrLockUpgrade, zklock.ErrNotReentrant,
+	assert.True(t, isOneOf(err, append(sentinels, zklock.ErrLocked, zklock.ErrLockUpgrade, zklock.ErrNotReentrant, zk.ErrNoServer,
 		context.Canceled, context.DeadlineExceeded)...), "error wraps no sentinel: %v", err)
 	assert.Contains(t, err.Error(), tc.text, "the error must name the path")
 }
@@ -385,7 +386,7 @@ func badSemaphoreCases() []badCase {
 			l, err := k.semaphore(k.client(), "/s", 1).Acquire(bg)
 			require.NoError(t, err)
 			require.NoError(t, l.Release())
-			require.NoError(t, l.Release(), "Lease.Release is idempotent")
+			require.ErrorIs(t, l.Release(), zklock.ErrNotHeld, "a lease is released once, as every Hold")
 			_, err = l.Data(bg)
 			return err
 		}},
@@ -642,7 +643,7 @@ func badOptionCases(e *env) []badCase {
 			_, err = zklock.NewMutex(c, "/a")
 			return err
 		}},
-		{"connect-unreachable", []error{context.DeadlineExceeded}, "127.0.0.1:", func(t *testing.T, k *badEnv) error {
+		{"connect-unreachable", []error{zk.ErrNoServer, syscall.ECONNREFUSED}, "127.0.0.1:", func(t *testing.T, k *badEnv) error {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			require.NoError(t, err)
 			addr := ln.Addr().String()
@@ -676,6 +677,8 @@ func TestZeroValuesNeverPanic(t *testing.T) {
 		{"Semaphore", "nil", func() any { return (*zklock.Semaphore)(nil) }},
 		{"Lease", "zero", func() any { return new(zklock.Lease) }},
 		{"Lease", "nil", func() any { return (*zklock.Lease)(nil) }},
+		{"Hold", "zero", func() any { return new(zklock.Hold) }},
+		{"Hold", "nil", func() any { return (*zklock.Hold)(nil) }},
 		{"SemaphoreMutex", "zero", func() any { return new(zklock.SemaphoreMutex) }},
 		{"SemaphoreMutex", "nil", func() any { return (*zklock.SemaphoreMutex)(nil) }},
 		{"MultiLock", "zero", func() any { return new(zklock.MultiLock) }},

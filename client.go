@@ -2,11 +2,16 @@ package zklock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -30,6 +35,7 @@ type Client struct {
 	initErr  error           // invalid options of NewClient
 	zkEvents <-chan zk.Event // conn's event channel; closed when conn's goroutines end
 	queue    *eventQueue     // session events from the zk callback (Connect only)
+	dials    *dialWatch      // go-zookeeper's dials to the servers (Connect only)
 	closing  chan struct{}   // closed by Close, or when a wrapped conn is closed
 	watches  watchSet
 	deletes  recentDeletes // checked again after a reconnect
@@ -50,60 +56,140 @@ type Client struct {
 	suspended  time.Time              // when the last suspension began
 	losses     uint64                 // number of session losses so far
 	changed    chan struct{}          // closed and replaced at every transition
+	closeBound time.Time              // set by Close: see pastCloseBound
 	listeners  map[*listener]struct{} // active Listen callbacks
 }
 
 // Connect opens a ZooKeeper connection to servers and waits, up to the
 // connect timeout, for a session. On failure it returns an error and leaves
-// no connection open; when no session came within the connect timeout, the
-// error wraps zk.ErrNoServer and context.DeadlineExceeded.
+// no connection open.
+//
+// Each entry of servers is "host:port" or "host" (port 2181), or several
+// of them separated by commas, as in a Curator connect string
+// ("zk1:2181,zk2:2181"). An empty list or an empty entry is refused with
+// ErrInvalidArgument, and so is a chroot suffix ("zk1:2181/app"): use
+// [WithNamespace] instead, which zklock applies on the client side.
+//
+// Connect does not wait in vain: when no server name resolves, or when
+// every server has refused the connection (nothing listens on that port),
+// it returns at once an error that says so and names each address; the
+// error wraps zk.ErrNoServer and the network errors. Names that do not
+// resolve while others do are skipped, with a warning in the log. When no
+// session came within the connect timeout, the error wraps zk.ErrNoServer
+// and context.DeadlineExceeded.
 func Connect(servers []string, opts ...Option) (*Client, error) {
 	o := buildOptions(opts)
 	if o.err != nil {
 		return nil, o.err
 	}
-	if len(servers) == 0 {
-		return nil, fmt.Errorf("zklock: connect: empty server list: %w", ErrInvalidArgument)
+	addrs, err := parseServers(servers)
+	if err != nil {
+		return nil, err
 	}
 	c := newClient(o)
 	c.ownsConn = true
 	c.queue = newEventQueue()
-	// Ours come last: the Client must see every session event.
-	zkOpts := append(slices.Clone(o.zkOpts), zk.WithEventCallback(c.queue.push), zk.WithLogger(zkLogger{c}))
-	conn, events, err := zk.Connect(servers, o.sessionTimeout, convertOpts(zk.WithLogInfo(true), zkOpts)...)
+	c.dials = newDialWatch(c.log)
+	// Ours come last: the Client must see every session event. The host
+	// provider comes first, so that one of the caller's wins.
+	zkOpts := append([]func(*zk.Conn){func(zc *zk.Conn) { zk.WithHostProvider(c.dials)(zc) }}, o.zkOpts...)
+	zkOpts = append(zkOpts, zk.WithEventCallback(c.dials.event(c.queue.push)), zk.WithLogger(zkLogger{c}))
+	conn, events, err := zk.Connect(addrs, o.sessionTimeout, convertOpts(zk.WithLogInfo(true), zkOpts)...)
 	if err != nil {
-		return nil, fmt.Errorf("zklock: connect %v: %w", servers, err)
+		return nil, wrapf(err, "connect %s", strings.Join(addrs, ","))
 	}
 	c.conn, c.zc, c.zkEvents = conn, conn, events
 	if o.wrapConn != nil {
 		c.zc = o.wrapConn(conn)
 	}
 	c.start()
+	if err := c.awaitFirstSession(addrs); err != nil {
+		c.Close()
+		return nil, err
+	}
+	for _, a := range o.auth {
+		if err := conn.AddAuth(a.scheme, a.auth); err != nil {
+			c.Close()
+			return nil, wrapf(err, "connect: add auth %q", a.scheme)
+		}
+	}
+	return c, nil
+}
 
-	t := time.NewTimer(o.connectTimeout)
+// awaitFirstSession waits for Connect's first session, up to the connect
+// timeout, or until every server has refused the connection.
+func (c *Client) awaitFirstSession(addrs []string) error {
+	t := time.NewTimer(c.opts.connectTimeout)
 	defer t.Stop()
 	for {
 		c.mu.Lock()
 		ok, ch := c.session != 0, c.changed
 		c.mu.Unlock()
 		if ok {
-			break
+			return nil
+		}
+		if err := c.dials.allRefused(); err != nil {
+			return &wrapError{
+				msg:  fmt.Sprintf("zklock: connect %s: %s", strings.Join(addrs, ","), err),
+				errs: []error{zk.ErrNoServer, err},
+			}
 		}
 		select {
 		case <-ch:
+		case <-c.dials.signal:
 		case <-t.C:
-			c.Close()
 			// The connect timeout is a deadline: say so to errors.Is.
-			return nil, fmt.Errorf("zklock: connect %v: no session within %v: %w (%w)", servers, o.connectTimeout, zk.ErrNoServer, context.DeadlineExceeded)
+			msg := fmt.Sprintf("zklock: connect %s: no session within %v", strings.Join(addrs, ","), c.opts.connectTimeout)
+			if last := c.dials.lastErrors(); last != "" {
+				msg += " (" + last + ")"
+			}
+			return &wrapError{msg: msg + ": " + zk.ErrNoServer.Error(), errs: []error{zk.ErrNoServer, context.DeadlineExceeded}}
 		}
 	}
-	for _, a := range o.auth {
-		if err := conn.AddAuth(a.scheme, a.auth); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("zklock: connect: add auth %q: %w", a.scheme, err)
+}
+
+// parseServers splits Curator-style connect strings into addresses
+// "host:port", with the default port where there is none. It refuses an
+// empty list, empty entries, bad ports and a chroot suffix.
+func parseServers(servers []string) ([]string, error) {
+	if len(servers) == 0 {
+		return nil, errorf(ErrInvalidArgument, "connect: empty server list")
+	}
+	var addrs []string
+	for _, s := range servers {
+		for _, a := range strings.Split(s, ",") {
+			addr, err := parseServer(strings.TrimSpace(a))
+			if err != nil {
+				return nil, errorf(ErrInvalidArgument, "connect: server %q: %s", s, err)
+			}
+			addrs = append(addrs, addr)
 		}
 	}
-	return c, nil
+	return addrs, nil
+}
+
+// parseServer checks one address and adds the default port if needed.
+func parseServer(a string) (string, error) {
+	if a == "" {
+		return "", errors.New("empty address")
+	}
+	if i := strings.Index(a, "/"); i >= 0 {
+		return "", fmt.Errorf("chroot suffix %q not supported (use WithNamespace(%q))", a[i:], strings.Trim(a[i:], "/"))
+	}
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		if strings.Contains(a, ":") {
+			return "", fmt.Errorf("address %q: want host:port (an IPv6 address in brackets)", a)
+		}
+		host, port = a, strconv.Itoa(zk.DefaultPort)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("address %q: bad port %q", a, port)
+	}
+	if host == "" {
+		return "", fmt.Errorf("address %q: no host", a)
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 // NewClient wraps an existing connection. events must be the channel that
@@ -121,7 +207,7 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) *Client {
 	c.initErr = o.err
 	if conn == nil || events == nil {
 		if c.initErr == nil {
-			c.initErr = fmt.Errorf("zklock: NewClient: nil conn or events: %w", ErrInvalidArgument)
+			c.initErr = errorf(ErrInvalidArgument, "NewClient: nil conn or events")
 		}
 		c.closingOnce.Do(func() { close(c.closing) })
 		c.state = StateClosed
@@ -177,7 +263,7 @@ func (c *Client) Conn() *zk.Conn {
 
 // errZeroClient is returned for a nil Client, or one not made by Connect or
 // NewClient.
-var errZeroClient = fmt.Errorf("nil or zero Client (use Connect or NewClient): %w", ErrInvalidArgument)
+var errZeroClient = errorf(ErrInvalidArgument, "nil or zero Client (use Connect or NewClient)")
 
 // zero reports whether c was not made by Connect or NewClient.
 func (c *Client) zero() bool { return c == nil || c.closing == nil }
@@ -186,12 +272,22 @@ func (c *Client) zero() bool { return c == nil || c.closing == nil }
 // ErrClosed) and every wait (Acquire returns ErrClosed), deletes the
 // Client's lock nodes, closes the connection if Connect opened it, and waits
 // for the Client's goroutines. It is idempotent and always returns nil.
+//
+// On a connection the Client does not own (NewClient), the session, and
+// with it the nodes, outlive the Client. So Close sees every pending delete
+// through: it retries each until the node is deleted or gone, the session
+// is replaced, or the caller closes the connection. If the connection is
+// down, Close may thus wait until it comes back, and at most until a
+// session timeout after it went down (the session has then expired, if
+// the ensemble is up, and the nodes are gone with it), plus a request in
+// flight.
 func (c *Client) Close() error {
 	if c.zero() {
 		return nil
 	}
 	c.closeOnce.Do(func() {
 		c.transition(func() bool {
+			c.closeBound = c.closeBoundLocked()
 			c.state = StateClosed
 			return true
 		})
@@ -220,6 +316,26 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// closeBoundLocked is how long after Close the Client keeps deleting its
+// nodes on a connection it does not own: until the session cannot be alive
+// any more if the connection stays down, a session timeout after it went
+// down (or after Close, if it is up). c.mu must be held.
+func (c *Client) closeBoundLocked() time.Time {
+	from := time.Now()
+	if c.state == StateSuspended || c.state == StateLost {
+		from = c.suspended
+	}
+	return from.Add(c.sessionTimeoutLocked())
+}
+
+// pastCloseBound reports whether the Client was closed and its close bound
+// has passed.
+func (c *Client) pastCloseBound() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state == StateClosed && time.Now().After(c.closeBound)
+}
+
 // usable returns ErrClosed (or the NewClient option error) when the Client
 // cannot serve recipes.
 func (c *Client) usable() error {
@@ -242,10 +358,10 @@ func (c *Client) usable() error {
 // Client's default. what names the recipe in errors.
 func (c *Client) recipeData(what, p string, data []byte) ([]byte, error) {
 	if c.zero() {
-		return nil, fmt.Errorf("zklock: %s %s: %w", what, quotePath(p), errZeroClient)
+		return nil, wrapf(errZeroClient, "%s %s", what, quotePath(p))
 	}
 	if c.initErr != nil {
-		return nil, fmt.Errorf("zklock: %s %s: %w", what, quotePath(p), c.initErr)
+		return nil, wrapf(c.initErr, "%s %s", what, quotePath(p))
 	}
 	if err := validateLockPath(p); err != nil {
 		return nil, err
@@ -273,9 +389,9 @@ func (c *Client) goFunc(f func()) bool {
 }
 
 // cleanup runs f, a clean-up loop, in the background. Once Close has begun
-// it runs f on the caller's goroutine instead, where f makes one attempt:
-// closing the session deletes the nodes of a connection the Client owns,
-// but a wrapped connection lives on.
+// it runs f on the caller's goroutine instead, for a wrapped connection
+// (which lives on, and its nodes with it; see untilDone): closing the
+// session deletes the nodes of a connection the Client owns.
 func (c *Client) cleanup(f func()) {
 	if !c.goFunc(f) && !c.ownsConn {
 		f()
@@ -303,4 +419,147 @@ func (c *Client) relPath(p string) string {
 		return "/"
 	}
 	return strings.TrimPrefix(p, ns)
+}
+
+// dialWatch is the host provider of a connection that Connect opens:
+// go-zookeeper's own, except that it resolves each server name on its own,
+// so that one name that does not resolve does not fail the others, and
+// that it follows the dials, so that Connect can give up once every server
+// has refused.
+type dialWatch struct {
+	*zk.DNSHostProvider
+	log    *slog.Logger
+	signal chan struct{} // receives after each failed dial
+
+	mu         sync.Mutex       // protects the fields below
+	n          int              // addresses to dial, known after Init
+	unresolved []error          // names that did not resolve, set by Init
+	refused    map[string]error // addresses whose last dial was refused
+	last       map[string]error // every address's last dial error
+}
+
+func newDialWatch(log *slog.Logger) *dialWatch {
+	return &dialWatch{
+		DNSHostProvider: zk.NewDNSHostProvider(),
+		log:             log,
+		signal:          make(chan struct{}, 1),
+		refused:         make(map[string]error),
+		last:            make(map[string]error),
+	}
+}
+
+// Init resolves each server name apart and passes those that resolve on
+// to go-zookeeper's provider. It fails, wrapping zk.ErrNoServer, only when
+// no name resolves.
+func (w *dialWatch) Init(servers []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // go-zookeeper's bound
+	defer cancel()
+	var ok []string
+	var bad []error
+	for _, s := range servers {
+		host, _, err := net.SplitHostPort(s)
+		if err == nil {
+			_, err = net.DefaultResolver.LookupHost(ctx, host)
+		}
+		if err != nil {
+			bad = append(bad, err)
+			continue
+		}
+		ok = append(ok, s)
+	}
+	if len(ok) == 0 {
+		return &wrapError{msg: "no server name resolves: " + joinMsgs(bad), errs: append([]error{zk.ErrNoServer}, bad...)}
+	}
+	for _, err := range bad {
+		w.log.Warn("zklock: server name does not resolve; skipped", "err", err)
+	}
+	if err := w.DNSHostProvider.Init(ok); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.n, w.unresolved = w.DNSHostProvider.Len(), bad
+	w.mu.Unlock()
+	return nil
+}
+
+// connected records a dial of addr that succeeded.
+func (w *dialWatch) connected(addr string) {
+	w.mu.Lock()
+	delete(w.refused, addr)
+	w.mu.Unlock()
+}
+
+// event is the connection's event callback: it follows the dials, then
+// hands ev to next.
+func (w *dialWatch) event(next func(zk.Event)) func(zk.Event) {
+	return func(ev zk.Event) {
+		if ev.Type == zk.EventSession && ev.State == zk.StateConnected {
+			w.connected(ev.Server)
+		}
+		next(ev)
+	}
+}
+
+// failed records a failed dial of addr, as go-zookeeper logs it.
+func (w *dialWatch) failed(addr string, err error) {
+	w.mu.Lock()
+	w.last[addr] = err
+	var dnsErr *net.DNSError
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dnsErr) {
+		w.refused[addr] = err
+	}
+	w.mu.Unlock()
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+}
+
+// allRefused returns an error naming every address and why, when each
+// address's last dial was refused (or its name did not resolve), else nil.
+func (w *dialWatch) allRefused() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == 0 || len(w.refused) < w.n {
+		return nil
+	}
+	what := "every server refused the connection: "
+	if len(w.unresolved) > 0 {
+		what = "every server refused the connection or did not resolve: "
+	}
+	errs := append(slices.Clone(w.unresolved), sortedErrs(w.refused)...)
+	return &wrapError{msg: what + joinMsgs(errs), errs: errs}
+}
+
+// lastErrors describes every address's last dial error, "" if none.
+func (w *dialWatch) lastErrors() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	errs := append(slices.Clone(w.unresolved), sortedErrs(w.last)...)
+	if len(errs) == 0 {
+		return ""
+	}
+	return "last errors: " + joinMsgs(errs)
+}
+
+// sortedErrs returns m's errors, by address, each naming its address.
+func sortedErrs(m map[string]error) []error {
+	var out []error
+	for _, addr := range slices.Sorted(maps.Keys(m)) {
+		err := m[addr]
+		if !strings.Contains(err.Error(), addr) {
+			err = fmt.Errorf("%s: %w", addr, err)
+		}
+		out = append(out, err)
+	}
+	return out
+}
+
+// joinMsgs joins the messages of errs on one line.
+func joinMsgs(errs []error) string {
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
 }

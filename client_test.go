@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,18 +51,109 @@ func TestIntegration_NodeDataAndLogger(t *testing.T) {
 }
 
 // Connect gives up after the connect timeout and leaves nothing running
-// (the goroutine-leak check of TestMain would see it).
+// (the goroutine-leak check of TestMain would see it). The server here
+// accepts connections and never answers.
 func TestIntegration_ConnectTimeout(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close()) // nothing listens there now
+	defer ln.Close() // the kernel completes connections; nobody answers
 	start := time.Now()
-	_, err = zklock.Connect([]string{addr}, zklock.WithConnectTimeout(300*time.Millisecond),
-		zklock.WithZKOptions(zk.WithLogger(quietLogger{})))
+	// go-zookeeper waits ten times two thirds of the session timeout for
+	// the server's handshake, and Close waits for it: keep that short.
+	_, err = zklock.Connect([]string{ln.Addr().String()}, zklock.WithConnectTimeout(300*time.Millisecond),
+		zklock.WithSessionTimeout(300*time.Millisecond), zklock.WithZKOptions(zk.WithLogger(quietLogger{})))
 	require.ErrorIs(t, err, zk.ErrNoServer)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), ln.Addr().String())
+	assert.Equal(t, 1, strings.Count(err.Error(), "zklock:"), err.Error())
 	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+// closedPort returns an address where nothing listens.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// Every server refuses the connection: Connect says so at once, naming
+// each address, instead of waiting out its timeout.
+func TestConnectRefused(t *testing.T) {
+	t.Parallel()
+	a, b := closedPort(t), closedPort(t)
+	start := time.Now()
+	_, err := zklock.Connect([]string{a, b}, zklock.WithConnectTimeout(20*time.Second))
+	require.ErrorIs(t, err, zk.ErrNoServer)
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "connection refused")
+	assert.Contains(t, err.Error(), a)
+	assert.Contains(t, err.Error(), b)
+	assert.Equal(t, 1, strings.Count(err.Error(), "zklock:"), err.Error())
+	assert.Less(t, time.Since(start), 10*time.Second, "well before the connect timeout")
+}
+
+// No server name resolves: Connect says so, naming the names.
+func TestConnectUnresolvable(t *testing.T) {
+	t.Parallel()
+	_, err := zklock.Connect([]string{"nosuch-a.invalid:2181", "nosuch-b.invalid"}, zklock.WithConnectTimeout(20*time.Second))
+	require.ErrorIs(t, err, zk.ErrNoServer)
+	var dnsErr *net.DNSError
+	require.ErrorAs(t, err, &dnsErr)
+	assert.Contains(t, err.Error(), "nosuch-a.invalid")
+	assert.Contains(t, err.Error(), "nosuch-b.invalid")
+	assert.Contains(t, err.Error(), "resolve")
+	assert.Equal(t, 1, strings.Count(err.Error(), "zklock:"), err.Error())
+}
+
+// One reachable server is enough, whatever the others do; a Curator-style
+// connect string is split on commas.
+func TestIntegration_ConnectSkipsBadServers(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for name, servers := range map[string][]string{
+		"entries":        {closedPort(t), "nosuch.invalid:2181", e.servers[0]},
+		"connect string": {" nosuch.invalid:2181 , " + closedPort(t) + " ," + e.servers[0] + " "},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := zklock.Connect(servers, zklock.WithConnectTimeout(20*time.Second))
+			require.NoError(t, err)
+			defer c.Close()
+			assert.Equal(t, zklock.StateConnected, c.State())
+		})
+	}
+}
+
+// Server lists that cannot be right are refused before anything is dialed.
+func TestConnectBadServerLists(t *testing.T) {
+	t.Parallel()
+	for name, tt := range map[string]struct {
+		servers []string
+		text    string
+	}{
+		"nil":           {nil, "empty server list"},
+		"empty":         {[]string{}, "empty server list"},
+		"empty string":  {[]string{""}, "empty address"},
+		"blank":         {[]string{"  "}, "empty address"},
+		"empty in list": {[]string{"a:2181,,b:2181"}, "empty address"},
+		"trailing":      {[]string{"a:2181,"}, "empty address"},
+		"chroot":        {[]string{"a:2181,b:2181/app"}, `use WithNamespace("app")`},
+		"no host":       {[]string{":2181"}, "no host"},
+		"bad port":      {[]string{"a:x"}, "bad port"},
+		"zero port":     {[]string{"a:0"}, "bad port"},
+		"bare IPv6":     {[]string{"::1"}, "brackets"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := zklock.Connect(tt.servers)
+			require.ErrorIs(t, err, zklock.ErrInvalidArgument)
+			assert.Contains(t, err.Error(), tt.text)
+			assert.Equal(t, 1, strings.Count(err.Error(), "zklock:"), err.Error())
+		})
+	}
 }
 
 func TestIntegration_NewClientWithAuth(t *testing.T) {
@@ -252,4 +346,59 @@ func TestIntegration_WrappedConnMissedExpiry(t *testing.T) {
 	waitDone(t, h, 10*time.Second)
 	require.ErrorIs(t, context.Cause(h), zklock.ErrLockLost)
 	require.ErrorIs(t, m.Release(h), zklock.ErrLockLost)
+}
+
+// A Client over the caller's connection holds a lock; the connection is
+// cut, so the hold is lost and its delete goes to the background; the
+// Client is closed during the cut; the connection comes back with the
+// same session. Close has seen the delete through: the node is gone,
+// though the caller's session lives on.
+func TestIntegration_WrappedCloseDuringCutDeletesNode(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	faults := zktest.NewFaultsT(t, e.servers)
+	var down atomic.Bool
+	var dials atomic.Int32
+	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		dials.Add(1)
+		if down.Load() {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+		}
+		return faults.Dial(network, addr, timeout)
+	}
+	conn, events, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(quietLogger{}), zk.WithDialer(dial))
+	require.NoError(t, err)
+	defer conn.Close()
+	c := zklock.NewClient(conn, events, zklock.WithSessionTimeout(10*time.Second))
+	require.Eventually(t, func() bool { return c.State() == zklock.StateConnected }, 10*time.Second, 5*time.Millisecond)
+	m, err := zklock.NewMutex(c, e.root+"/wrapped-cut")
+	require.NoError(t, err)
+	h, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	node, sid := m.LockPath(h), conn.SessionID()
+
+	down.Store(true)
+	faults.Cut()
+	waitDone(t, h, 10*time.Second) // lost on suspension; the delete cannot reach the server
+	// Let go-zookeeper fail a few redials, so that the delete has failed
+	// at least once and waits to retry.
+	waitDials := func(n int32) {
+		t.Helper()
+		require.Eventually(t, func() bool { return dials.Load() >= n }, 10*time.Second, 5*time.Millisecond)
+	}
+	waitDials(dials.Load() + 2)
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	waitState(t, c, 5*time.Second, zklock.StateClosed)
+	waitDials(dials.Load() + 2) // a request in flight at Close has failed by now
+	down.Store(false)
+
+	require.NoError(t, await(t, closed, 15*time.Second), "Close returns once the delete is done")
+	require.Eventually(t, func() bool {
+		ok, _, err := e.admin.Exists(node)
+		return err == nil && !ok
+	}, 5*time.Second, 10*time.Millisecond, "the node outlived Close")
+	assert.Equal(t, sid, conn.SessionID(), "the caller's session lives on")
+	_, _, err = conn.Exists("/")
+	require.NoError(t, err, "the caller's connection is back and open")
 }

@@ -16,19 +16,37 @@
 //	Driver, StandardDriver          LockInternalsDriver, StandardLockInternalsDriver
 //	Client.Listen, ErrorPolicy      ConnectionStateListener, ConnectionStateErrorPolicy
 //
-// # Ownership by context
+// # Holds, and ownership by context
 //
-// Go has no thread identity, so a hold belongs to a context.Context:
-// Acquire returns the context that carries the hold. Pass it down the call
-// chain. An Acquire with it re-enters the lock (a local count, no
-// ZooKeeper work), a Release with it gives up one hold, and it is cancelled
-// when the hold ends, with cause [ErrReleased] after the last Release or
-// [ErrLockLost] when the hold is lost. Any context that carries no hold is
-// a new participant and queues behind the current holders, first come,
-// first served. The returned context keeps the values of the context given
-// to Acquire, not its deadline: a timeout bounds the wait, not the hold.
-// [Semaphore] leases are values instead ([Lease]), which any goroutine may
-// release; a [SemaphoreMutex] may be released with any context.
+// Every recipe hands out a [Hold]: [Mutex.Lock] and [Mutex.TryLock] (both
+// sides of a [ReadWriteLock] too), [SemaphoreMutex.Lock], [MultiLock.Lock],
+// and for a [Semaphore] each [Lease] is one ([Lease.Hold]). Release it with
+// [Hold.Release], which cannot pick the wrong context; each Hold owes one
+// Release. [Hold.Context] carries the hold and is cancelled when it ends,
+// with cause [ErrReleased] after the last Release or [ErrLockLost] when the
+// hold is lost; [Hold.Bind] gives the context to work under, which also
+// ends with the caller's; [Hold.Token] and [Hold.Multi] fence writes.
+//
+// Go has no thread identity, so a hold belongs to a context.Context, as
+// Curator's belongs to a thread. Pass Hold.Context down the call chain: a
+// Lock or Acquire with it re-enters the lock (a local count, no ZooKeeper
+// work), through any Mutex of the same Client and path. Any context that
+// carries no hold is a new participant and queues behind the current
+// holders, first come, first served. The hold's context keeps the values
+// of the context given to acquire, not its deadline: a timeout bounds the
+// wait, not the hold. Acquire and Release by context remain, in Curator's
+// style: Acquire returns the hold's context, which Release must be given.
+// A [SemaphoreMutex] may be released with any context.
+//
+// # Connecting
+//
+// [Connect] takes "host:port" addresses, or Curator's connect string
+// ("zk1:2181,zk2:2181"; a chroot suffix is refused, use [WithNamespace]).
+// It waits for a session up to the connect timeout, but not in vain: when
+// every server refuses the connection or no name resolves, it fails at
+// once with an error that names each address. [NewClient] wraps a
+// connection the caller made. [Client.Ping] is a health check in one
+// call: nil while the Client has a session and the server answers.
 //
 // # Error policies: when a hold is lost
 //
@@ -41,8 +59,11 @@
 //   - [StandardPolicy] (default): as soon as the connection is suspended,
 //     because from then on the holder cannot know that it still holds.
 //   - [SessionPolicy]: when the session is lost, that is, reported expired,
-//     or suspended for longer than the session timeout. It rides out short
-//     disconnects; guard writes with fencing under it.
+//     or suspended for longer than the Client trusts a suspended session:
+//     a third of the session timeout less a tenth (about 7s of a 30s
+//     session), because the servers may expire the session soon after.
+//     It rides out shorter disconnects; guard writes with fencing under
+//     it.
 //
 // Under both, a hold also ends when its node is deleted by someone else or
 // the Client is closed. The library then deletes the node, if it still
@@ -81,9 +102,10 @@
 // A cancelled, timed-out or failed Acquire deletes its node before it
 // returns (a create still in flight is deleted as soon as its reply
 // arrives), or, if the connection is down, keeps deleting it in the
-// background until it succeeds, the node is gone (its session ended), or
-// the Client closes (which, for a Client made by Connect, ends the session
-// and so deletes the node). Lock parents are
+// background until it succeeds or the node is gone (its session ended).
+// Closing a Client made by Connect ends the session and so deletes the
+// node; closing a Client made by NewClient, whose connection and session
+// live on, waits for the delete (see [Client.Close]). Lock parents are
 // CONTAINER nodes that ZooKeeper removes once they are empty.
 //
 // # Logging and metrics
@@ -140,9 +162,23 @@
 // its version; holders that called [Mutex.MakeRevocable] watch their node
 // for it.
 //
+// # ZooKeeper versions
+//
+// ZooKeeper 3.8.0 to 3.8.4 and 3.9.0 to 3.9.1 can lose writes they have
+// acknowledged when a follower crashes or restarts around a change of
+// leader (ZOOKEEPER-4646, ZOOKEEPER-4643 and ZOOKEEPER-4785; fixed in 3.8.5
+// and 3.9.2, with further fixes in 3.9.3). For locks, the write that
+// matters is a delete: a released or abandoned lock node that comes back
+// blocks the queue for as long as its session lives. The Client remembers
+// its recent deletes and, after every reconnect with the same session,
+// deletes again any of them that exists once more, so such a node does not
+// block for long; a node of another session, or a create that was undone,
+// it cannot see. Run 3.8.5 or later, or 3.9.3 or later.
+//
 // # Errors
 //
 // Errors wrap the package's sentinels ([ErrLocked], [ErrNotHeld],
-// [ErrLockLost], [ErrClosed], [ErrInvalidPath], ...) and name the path they
-// concern; test them with errors.Is.
+// [ErrLockLost], [ErrClosed], [ErrInvalidPath], [ErrNotConnected], ...) and
+// name the path they concern; test them with errors.Is. A message says
+// "zklock: " once, then what failed and why.
 package zklock

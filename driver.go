@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -60,11 +59,11 @@ func (StandardDriver) CreateNode(ctx context.Context, c *Client, path string, da
 // GetsTheLock implements [Driver].
 func (StandardDriver) GetsTheLock(children []string, node string, maxLeases int) (PredicateResult, error) {
 	if maxLeases < 1 {
-		return PredicateResult{}, fmt.Errorf("zklock: maxLeases %d must be positive: %w", maxLeases, ErrInvalidArgument)
+		return PredicateResult{}, wrapf(ErrInvalidArgument, "maxLeases %d must be positive", maxLeases)
 	}
 	i := slices.Index(children, node)
 	if i < 0 {
-		return PredicateResult{}, fmt.Errorf("zklock: sequential node %s not found: %w", node, zk.ErrNoNode)
+		return PredicateResult{}, wrapf(zk.ErrNoNode, "sequential node %s not found", node)
 	}
 	if i < maxLeases {
 		return PredicateResult{Acquired: true}, nil

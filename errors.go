@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors. Every error the package returns for one of these
@@ -48,6 +49,11 @@ var (
 	// ErrClosed is returned by every operation on a closed Client, and by an
 	// Acquire that was waiting when the Client was closed.
 	ErrClosed = errors.New("zklock: client closed")
+
+	// ErrNotConnected is returned by [Client.Ping] when the Client has no
+	// session it can use: before its first session, while the connection
+	// is suspended, or once the session is lost.
+	ErrNotConnected = errors.New("zklock: not connected")
 )
 
 // opErr names the operation and the path in err. When ctx has ended and
@@ -56,10 +62,65 @@ var (
 func opErr(ctx context.Context, op, path string, err error) error {
 	if ctx != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		if cause := context.Cause(ctx); cause != ctx.Err() && !errors.Is(err, cause) {
-			return fmt.Errorf("zklock: %s %s: %w (%w)", op, path, err, cause)
+			return &wrapError{msg: fmt.Sprintf("zklock: %s %s: %s (%s)", op, path, unprefixed(err), unprefixed(cause)),
+				errs: []error{err, cause}}
 		}
 	}
-	return fmt.Errorf("zklock: %s %s: %w", op, path, err)
+	return wrapf(err, "%s %s", op, path)
+}
+
+// The package's messages start with "zklock: " once. An error that wraps
+// another says what it adds and then the wrapped error's message without
+// its own "zklock: ", so that each fact reads once:
+//
+//	zklock: acquire "/locks/x": client closed
+//
+// The wrapped error stays in the chain for errors.Is and errors.As; only
+// the text is composed.
+const msgPrefix = "zklock: "
+
+// wrapf returns err wrapped with the message "zklock: " + the formatted
+// text + ": " + err's message.
+func wrapf(err error, format string, args ...any) error {
+	return &wrapError{msg: msgPrefix + fmt.Sprintf(format, args...) + ": " + unprefixed(err), errs: []error{err}}
+}
+
+// unprefixed is err's message without a leading "zklock: ".
+func unprefixed(err error) string {
+	return strings.TrimPrefix(err.Error(), msgPrefix)
+}
+
+// wrapError is an error with a composed message that wraps errs.
+type wrapError struct {
+	msg  string
+	errs []error
+}
+
+func (e *wrapError) Error() string   { return e.msg }
+func (e *wrapError) Unwrap() []error { return e.errs }
+
+// kindError is an error of a sentinel's kind whose message says so in its
+// own words: errors.Is matches the sentinel, whose text the message does
+// not repeat.
+type kindError struct {
+	kind error // a sentinel
+	err  error // the message, and what it wraps
+}
+
+func (e *kindError) Error() string        { return e.err.Error() }
+func (e *kindError) Is(target error) bool { return target == e.kind }
+func (e *kindError) Unwrap() error        { return e.err }
+
+// errorf returns an error of kind (a sentinel) with the message
+// "zklock: " + fmt.Sprintf(format, args...); %w in format wraps as usual.
+func errorf(kind error, format string, args ...any) error {
+	return &kindError{kind: kind, err: fmt.Errorf(msgPrefix+format, args...)}
+}
+
+// kindOf returns err as an error of kind (a sentinel) too, with the
+// message "zklock: " + kind's text + ": " + err's, each said once.
+func kindOf(kind, err error) error {
+	return &wrapError{msg: msgPrefix + unprefixed(kind) + ": " + unprefixed(err), errs: []error{kind, err}}
 }
 
 // joinErrs returns the one error that is not nil, or both joined.

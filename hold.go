@@ -12,7 +12,220 @@ import (
 )
 
 // errLostClosed is why a hold ends when its Client closes.
-var errLostClosed = fmt.Errorf("%w: %w", ErrLockLost, ErrClosed)
+var errLostClosed = kindOf(ErrLockLost, ErrClosed)
+
+// Hold is one hold of a lock, the value that acquiring returns:
+// [Mutex.Lock] and [Mutex.TryLock] (also on both sides of a
+// [ReadWriteLock]), [SemaphoreMutex.Lock], [MultiLock.Lock], and, for a
+// lease of a [Semaphore], [Lease.Hold]. It carries everything about the
+// hold: the context that carries it, its fencing token, its loss, and its
+// release. Releasing through the Hold cannot pick the wrong context, which
+// is the mistake that Acquire and Release by context allow.
+//
+// A Hold is safe for concurrent use. Each Hold owes exactly one Release: a
+// second Release of the same Hold returns an error wrapping ErrNotHeld and
+// changes nothing. Locking again with [Hold.Context] re-enters the lock
+// (see [Mutex.Acquire]) and returns another Hold over the same hold, which
+// owes its own Release; the lock is given up at the last one.
+//
+// A hold can be lost at any time (see [Mutex]): its context is then
+// cancelled with a cause wrapping ErrLockLost, [Hold.Err] says why, and
+// Release returns that loss once.
+type Hold struct {
+	// Written once by newHandle, read-only after.
+	h       *hold           // the hold; shared by the Holds of re-entries
+	ctx     context.Context // carries the hold
+	path    string          // the lock's base path, for errors
+	release func() error    // gives up the one Release this Hold owes
+
+	spent atomic.Bool // Release has been called
+}
+
+// newHandle returns a Hold over h, carried by ctx, whose Release calls
+// release.
+func newHandle(h *hold, ctx context.Context, path string, release func() error) *Hold {
+	return &Hold{h: h, ctx: ctx, path: path, release: release}
+}
+
+// handleOf wraps the outcome of an acquire of l, hctx or err, in a Hold
+// that releases through l.Release(hctx). path names the lock in errors.
+func handleOf(l Locker, path string, hctx context.Context, err error) (*Hold, error) {
+	if err != nil {
+		return nil, err
+	}
+	return newHandle(holdIn(hctx, l), hctx, path, func() error { return l.Release(hctx) }), nil
+}
+
+// errZeroHold is returned by the methods of a Hold not made by this
+// package.
+var errZeroHold = wrapf(ErrInvalidArgument, "Hold not made by a lock")
+
+// Context returns the context that carries the hold. It is cancelled when
+// the hold ends, with cause ErrReleased after the last Release of the
+// hold, or a cause wrapping ErrLockLost when the hold is lost; it does not
+// depend on the context given to acquire. Pass it down the call chain: an
+// acquire with it re-enters. For a Hold not made by this package it is a
+// context cancelled at once.
+func (hd *Hold) Context() context.Context {
+	if hd == nil || hd.h == nil {
+		return zeroHoldCtx
+	}
+	return hd.ctx
+}
+
+// Done returns a channel that is closed when the hold ends, released or
+// lost; Context().Done().
+func (hd *Hold) Done() <-chan struct{} {
+	return hd.Context().Done()
+}
+
+// Err returns nil while the hold stands; once it has ended, ErrReleased
+// if it was released, or an error wrapping ErrLockLost that says why it
+// was lost.
+func (hd *Hold) Err() error {
+	if hd == nil || hd.h == nil {
+		return errZeroHold
+	}
+	if hd.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(hd.ctx)
+}
+
+// Release gives up the one Release this Hold owes, as [Mutex.Release]
+// does with the Hold's context: the last Release of a hold cancels its
+// context with cause ErrReleased and deletes the lock node (in the
+// background if the delete fails on the network, until it succeeds or the
+// session ends). It returns an error wrapping ErrLockLost if the hold was
+// lost, and one wrapping ErrNotHeld if this Hold was released before.
+func (hd *Hold) Release() error {
+	if hd == nil || hd.h == nil {
+		return errZeroHold
+	}
+	if !hd.spent.CompareAndSwap(false, true) {
+		return errorf(ErrNotHeld, "release %s: this Hold was released before", hd.path)
+	}
+	return hd.release()
+}
+
+// Token returns the hold's fencing token: the creation zxid of its node,
+// which strictly increases from one holder of a path to the next (see
+// [Mutex.Token]). Once the hold has ended it returns the same error as
+// Err would wrap: ErrNotHeld after a release, ErrLockLost after a loss. A
+// [MultiLock] hold has one token per member, not one: its Token returns
+// an error wrapping ErrInvalidArgument.
+func (hd *Hold) Token() (int64, error) {
+	n, err := hd.node("token")
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-n.known:
+	case <-hd.h.ctx.Done():
+	}
+	// Decided in this order, so that an ending hold always reports its end.
+	if err := hd.h.check("token", hd.path); err != nil {
+		return 0, err
+	}
+	return n.czxid, nil
+}
+
+// CheckOp returns a check on the hold's node, to put first in conn.Multi:
+// the transaction then commits only while the hold exists (see
+// [Hold.Multi], which does this for you). Its errors are Token's.
+func (hd *Hold) CheckOp() (*zk.CheckVersionRequest, error) {
+	n, err := hd.node("check op")
+	if err != nil {
+		return nil, err
+	}
+	return &zk.CheckVersionRequest{Path: n.path, Version: -1}, nil
+}
+
+// node returns the node of a single-node hold that stands.
+func (hd *Hold) node(what string) (*lockNode, error) {
+	if hd == nil || hd.h == nil {
+		return nil, errZeroHold
+	}
+	if err := hd.h.check(what, hd.path); err != nil {
+		return nil, err
+	}
+	if hd.h.node == nil {
+		return nil, wrapf(ErrInvalidArgument, "%s %s: a multi-lock has no single node", what, hd.path)
+	}
+	return hd.h.node, nil
+}
+
+// Path returns the path of the hold's node, relative to the Client's
+// namespace; "" for a [MultiLock] hold or a Hold not made by this package.
+func (hd *Hold) Path() string {
+	if hd == nil || hd.h == nil || hd.h.node == nil {
+		return ""
+	}
+	return hd.h.c.relPath(hd.h.node.path)
+}
+
+// Bind returns a context that carries the hold, as [Hold.Context] does,
+// and ends as soon as either ctx or the hold ends: with ctx's cause when
+// ctx ends first, with the hold's (ErrReleased, or an error wrapping
+// ErrLockLost) when the hold ends first. It has ctx's values and deadline.
+// This is the context to do the hold's work under, such as an HTTP
+// handler's: it stops when the client goes away and when the lock is lost.
+// Call cancel when the work is done, to release what Bind set up.
+func (hd *Hold) Bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx == nil {
+		ctx = errCtx(wrapf(ErrInvalidArgument, "bind: nil context"))
+	}
+	hctx := hd.Context()
+	bound, cancel := context.WithCancelCause(valuesFrom{ctx, hctx})
+	stop := context.AfterFunc(hctx, func() { cancel(context.Cause(hctx)) })
+	return bound, func() {
+		stop()
+		cancel(context.Canceled)
+	}
+}
+
+// run runs fn under Bind(ctx) and releases the Hold, also when fn panics
+// (the panic then goes on). It returns fn's and Release's errors, joined.
+func (hd *Hold) run(ctx context.Context, fn func(context.Context) error) error {
+	bound, cancel := hd.Bind(ctx)
+	defer cancel()
+	released := false
+	defer func() {
+		if !released { // fn panicked: release, then let the panic go on
+			_ = hd.Release()
+		}
+	}()
+	ferr := fn(bound)
+	released = true
+	return joinErrs(ferr, hd.Release())
+}
+
+// notHeld is the error of a Release with a context that carries no hold
+// of the lock at path, while live holds of it taken through the same
+// object stand: then the caller most likely passed the context it gave to
+// Acquire, not the one Acquire returned, and the lock stays held. That is
+// said in the error and, for callers that drop it, logged at Warn.
+// c is nil for a MultiLock, which logs nothing.
+func notHeld(c *Client, path string, live int32) error {
+	if live <= 0 {
+		return wrapf(ErrNotHeld, "release %s", path)
+	}
+	const hint = "the context given carries no hold, but the lock is held in this process, and stays held: release with the context that Acquire returned, or use Lock and Hold.Release"
+	if c != nil {
+		c.log.Warn("zklock: release with a context that carries no hold; the lock stays held", "path", path, "live", live)
+	}
+	return errorf(ErrNotHeld, "release %s: %s", path, hint)
+}
+
+// zeroHoldCtx is the context of a Hold not made by this package.
+var zeroHoldCtx = errCtx(errZeroHold)
+
+// errCtx returns a context cancelled from the start, with cause err.
+func errCtx(err error) context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(err)
+	return ctx
+}
 
 // hold is one ownership of a lock, shared by every recipe: of a node (a
 // Mutex side, a lease) or of other holds (a MultiLock). It owns the context
@@ -27,6 +240,7 @@ type hold struct {
 	path   string                  // the lock's base path, for events
 	start  time.Time               // when the hold began
 	node   *lockNode               // nil for a hold of other holds
+	parts  []*hold                 // a hold of other holds: theirs, nil if one is not this package's
 	ctx    context.Context         // carries the hold; cancelled when it ends
 	cancel context.CancelCauseFunc // ends ctx
 	live   *atomic.Int32           // the owner's count of live holds
@@ -41,25 +255,50 @@ type hold struct {
 	lost  error      // why the hold was lost, nil otherwise
 }
 
-// holdKey finds the hold of owner (a *Mutex, *SemaphoreMutex or
-// *MultiLock) in the context that carries it.
+// holdKey finds a hold in the context that carries it, by keyOf its owner.
 type holdKey struct{ owner any }
+
+// lockID identifies what a [Mutex] or [SemaphoreMutex] locks: a lock of
+// one Client. Their holds are found by it, so that a context that holds a
+// lock through one of them holds it through every other one of the same
+// lock and Client: it re-enters instead of waiting for itself.
+type lockID struct {
+	c              *Client
+	path, lockName string // full path of the lock's nodes' parent; their name
+}
+
+// keyOf returns the key of owner's holds: its lockID, or for a MultiLock
+// (or an object not made by a constructor) owner itself.
+func keyOf(owner any) any {
+	switch o := owner.(type) {
+	case *Mutex:
+		if o != nil && o.c != nil {
+			return lockID{o.c, o.li.basePath, o.li.lockName}
+		}
+	case *SemaphoreMutex:
+		if o != nil && o.s != nil {
+			return lockID{o.s.c, o.s.leases, ""}
+		}
+	}
+	return owner
+}
 
 // holdSpec says what a new hold is.
 type holdSpec struct {
-	key  any           // finds the hold in its context; nil for none
-	name string        // names the hold in errors, such as "lock /a"
-	path string        // the lock's base path, for events
-	node *lockNode     // nil for a hold of other holds
-	live *atomic.Int32 // the owner's count of live holds
-	free func() error  // nil: delete node
+	key   any           // finds the hold in its context; nil for none
+	name  string        // names the hold in errors, such as "lock /a"
+	path  string        // the lock's base path, for events
+	node  *lockNode     // nil for a hold of other holds
+	parts []*hold       // a hold of other holds: theirs, nil if one is foreign
+	live  *atomic.Int32 // the owner's count of live holds
+	free  func() error  // nil: delete node
 }
 
 // newHold returns a live hold with one Release owed. Its context keeps the
 // values of parent but not its cancellation, and carries the hold under
 // spec.key. c is nil for a hold of other holds.
 func newHold(c *Client, parent context.Context, spec holdSpec) *hold {
-	h := &hold{c: c, name: spec.name, path: spec.path, node: spec.node, live: spec.live, free: spec.free, count: 1, start: time.Now()}
+	h := &hold{c: c, name: spec.name, path: spec.path, node: spec.node, parts: spec.parts, live: spec.live, free: spec.free, count: 1, start: time.Now()}
 	h.ctx, h.cancel = context.WithCancelCause(context.WithoutCancel(parent))
 	if spec.key != nil {
 		h.ctx = context.WithValue(h.ctx, spec.key, h)
@@ -76,7 +315,7 @@ func holdIn(ctx context.Context, owner any) *hold {
 	if ctx == nil {
 		return nil
 	}
-	h, _ := ctx.Value(holdKey{owner}).(*hold)
+	h, _ := ctx.Value(holdKey{keyOf(owner)}).(*hold)
 	return h
 }
 
@@ -142,12 +381,27 @@ type watchResult struct {
 }
 
 // watchNode sets the held node's watch on a goroutine of its own, which
-// ends with the hold at the latest.
+// ends with the hold at the latest. A connection loss meanwhile does not
+// end the hold here, whatever the retry policy allows: the watch is set
+// again once the session's connection is back, and whether the loss ends
+// the hold is the error policy's call, which the monitor applies.
 func (h *hold) watchNode(onRevoke func(string)) <-chan watchResult {
 	out := make(chan watchResult, 1)
 	if !h.c.goFunc(func() {
-		ch, err := watchOwn(h.ctx, h.c, h.node, onRevoke)
-		out <- watchResult{ch, err}
+		for {
+			ch, err := watchOwn(h.ctx, h.c, h.node, onRevoke)
+			if retryable(err) {
+				err = h.c.awaitConnected(h.ctx, h.node.session, 0)
+				if errors.Is(err, errSessionChanged) {
+					err = errNodeGone
+				}
+				if err == nil {
+					continue
+				}
+			}
+			out <- watchResult{ch, err}
+			return
+		}
 	}) {
 		out <- watchResult{err: ErrClosed}
 	}
@@ -162,27 +416,68 @@ func (h *hold) loseBy(err error) {
 	}
 	switch {
 	case errors.Is(err, errNodeGone):
-		err = fmt.Errorf("%w: node %s deleted", ErrLockLost, h.c.relPath(h.node.path))
+		err = errorf(ErrLockLost, "lock lost: node %s deleted", h.c.relPath(h.node.path))
 	case errors.Is(err, ErrClosed):
 		err = errLostClosed
 	default:
-		err = fmt.Errorf("%w: %w", ErrLockLost, err)
+		err = kindOf(ErrLockLost, err)
 	}
 	h.lose(err)
 }
 
 // token returns the node's fencing token, waiting if its hold's monitor
 // has not learnt it yet (a node granted at once). what and path name the
-// operation in errors.
+// operation in errors. An ended hold always reports its end, even when ctx
+// is the hold's own context and so ends with it.
 func (h *hold) token(ctx context.Context, what, path string) (int64, error) {
+	var ctxErr error
 	select {
 	case <-h.node.known:
-		return h.node.czxid, nil
 	case <-h.ctx.Done():
-		return 0, h.check(what, path)
 	case <-ctx.Done():
-		return 0, opErr(ctx, what, path, ctx.Err())
+		ctxErr = ctx.Err()
 	}
+	if err := h.check(what, path); err != nil {
+		return 0, err
+	}
+	if ctxErr != nil {
+		return 0, opErr(ctx, what, path, ctxErr)
+	}
+	return h.node.czxid, nil
+}
+
+// nodes returns the Client and the nodes of the hold: its own, or those of
+// the holds it is made of, which must all be this package's and of one
+// Client.
+func (h *hold) nodes() (*Client, []*lockNode, error) {
+	if h.node != nil {
+		return h.c, []*lockNode{h.node}, nil
+	}
+	if h.parts == nil {
+		return nil, nil, fmt.Errorf("a member is not a lock of this package: %w", ErrInvalidArgument)
+	}
+	var c *Client
+	var out []*lockNode
+	for _, p := range h.parts {
+		pc, nodes, err := p.nodes()
+		if err != nil {
+			return nil, nil, err
+		}
+		if c != nil && pc != c {
+			return nil, nil, fmt.Errorf("members on different Clients cannot be checked in one transaction: %w", ErrInvalidArgument)
+		}
+		c, out = pc, append(out, nodes...)
+	}
+	return c, out, nil
+}
+
+// relPath maps a ZooKeeper path of the hold's out of the namespace.
+func (h *hold) relPath(p string) string {
+	c, _, err := h.nodes()
+	if err != nil || c == nil {
+		return p
+	}
+	return c.relPath(p)
 }
 
 // enter counts a re-entry. It reports false if the hold has ended.
@@ -210,7 +505,7 @@ func (h *hold) isLive() bool {
 // ErrNotHeld once it is released. what and path name the operation.
 func (h *hold) check(what, path string) error {
 	if h == nil {
-		return fmt.Errorf("zklock: %s %s: %w", what, path, ErrNotHeld)
+		return wrapf(ErrNotHeld, "%s %s", what, path)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -218,7 +513,7 @@ func (h *hold) check(what, path string) error {
 	case h.lost != nil:
 		return h.lost
 	case h.ended:
-		return fmt.Errorf("zklock: %s %s: %w", what, path, ErrNotHeld)
+		return wrapf(ErrNotHeld, "%s %s", what, path)
 	}
 	return nil
 }
@@ -231,7 +526,7 @@ func (h *hold) release(path string) error {
 	h.mu.Lock()
 	if h.count == 0 {
 		h.mu.Unlock()
-		return fmt.Errorf("zklock: release %s: %w", path, ErrNotHeld)
+		return wrapf(ErrNotHeld, "release %s", path)
 	}
 	h.count--
 	if lost := h.lost; lost != nil {
@@ -257,7 +552,7 @@ func (h *hold) lose(err error) {
 		h.mu.Unlock()
 		return
 	}
-	h.lost = fmt.Errorf("zklock: %s: %w", h.name, err)
+	h.lost = wrapf(err, "%s", h.name)
 	h.endLocked(h.lost)
 	h.mu.Unlock()
 	h.emit(Event{Kind: EventLost, Err: h.lost}) // logged there, at Warn
@@ -298,9 +593,9 @@ func (h *hold) deleteNode() error {
 	err := h.c.deleteNode(h.node.path)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		return fmt.Errorf("zklock: %s: %w: node already gone", h.name, ErrLockLost)
+		return errorf(ErrLockLost, "%s: lock lost: node already gone", h.name)
 	case err != nil:
-		return fmt.Errorf("zklock: %s: %w", h.name, err)
+		return wrapf(err, "%s", h.name)
 	}
 	return nil
 }

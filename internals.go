@@ -34,6 +34,23 @@ type lockInternals struct {
 	maxLeases int
 }
 
+// shortcuts reports which of the engine's shortcuts the driver allows (see
+// lockInternals.decide). Both rest on two facts of the built-in
+// predicates: a node that holds still holds when nodes before it go, and
+// no node can appear before an existing one, because sequence numbers only
+// grow. A ReadWriteLock's write side lacks the second (a downgrade creates
+// a read node with the sequence of the write node it replaces), and a
+// custom Driver may lack either, so they always list.
+func (li *lockInternals) shortcuts() (grantOnDelete, lookAhead bool) {
+	switch li.driver.(type) {
+	case StandardDriver:
+		return true, li.maxLeases == 1
+	case readDriver:
+		return true, false
+	}
+	return false, false
+}
+
 // lockNode is one node queued or held by the engine.
 type lockNode struct {
 	path    string // full ZooKeeper path
@@ -132,28 +149,20 @@ func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (*lockNode
 func (li *lockInternals) createAndList(ctx context.Context, data []byte) (*lockNode, []string, error) {
 	c := li.c
 	snap := c.snapshot()
-	sent := make(chan struct{})
-	var once sync.Once
-	listed := make(chan []string, 1)
-	if !c.goFunc(func() {
-		select {
-		case <-sent:
-		case <-ctx.Done():
-		}
+	cctx, sent, listed, ok := readBehind(ctx, c, func() []string {
 		children, _, err := c.zc.Children(li.basePath)
 		if err != nil {
-			children = nil
+			return nil
 		}
-		listed <- children
-	}) {
+		return children
+	})
+	if !ok {
 		return nil, nil, ErrClosed
 	}
 	// A custom driver may create otherwise: then the listing follows the
 	// create's reply.
-	defer once.Do(func() { close(sent) })
-	cctx := context.WithValue(ctx, sendingKey{}, func() { once.Do(func() { close(sent) }) })
 	p, err := li.driver.CreateNode(cctx, c, path.Join(li.basePath, li.lockName), data)
-	once.Do(func() { close(sent) })
+	sent()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -168,6 +177,29 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte) (*lockN
 		children = nil
 	}
 	return n, children, nil
+}
+
+// readBehind prepares read to be sent right behind a create, so that
+// ZooKeeper, which serves one session's requests in order, serves it after
+// the create and the caller waits one round trip for both. The create must
+// run under the returned context (see sending); the caller calls sent once
+// the create has returned, in case it was never sent. read's outcome comes
+// on the channel. ok is false once the Client has begun to close.
+func readBehind[T any](ctx context.Context, c *Client, read func() T) (cctx context.Context, sent func(), out <-chan T, ok bool) {
+	ch := make(chan struct{})
+	var once sync.Once
+	sent = func() { once.Do(func() { close(ch) }) }
+	res := make(chan T, 1)
+	if !c.goFunc(func() {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		res <- read()
+	}) {
+		return nil, nil, nil, false
+	}
+	return context.WithValue(ctx, sendingKey{}, sent), sent, res, true
 }
 
 // acquireAt creates the node req.at names, non-sequential and protected,
@@ -248,6 +280,16 @@ func (li *lockInternals) wait(ctx context.Context, n *lockNode, req acquireReq, 
 // new listing. When n must wait, it watches the one node the driver names
 // (and, the first time, n itself, in the same round trip); if that node is
 // already gone, the verdict asks to decide again at once.
+//
+// Two shortcuts take the listing off a handoff's critical path, where the
+// driver allows them (see shortcuts). Once the listing shows the watched
+// node as the only one in n's way, that node's deletion alone grants the
+// lock: the nodes before n can only go, never come, so no listing could
+// show more (the waiter still checks first that n itself stands). And a
+// waiter with more than one node in its way also watches the one before
+// the one it waits for: when that one goes, the one it waits for most
+// likely holds, and the waiter lists then, while it holds, so that its
+// release grants at once.
 func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []string, req acquireReq) (verdict, error) {
 	if children == nil {
 		var err error
@@ -271,16 +313,60 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 	case !slices.Contains(children, res.Watch):
 		return verdict{}, fmt.Errorf("driver asked to watch %q, which is not a child of %s: %w", res.Watch, li.basePath, ErrInvalidArgument)
 	}
+	v := verdict{}
+	grantOnDelete, lookAhead := li.shortcuts()
+	var ahead <-chan watchResult
+	if grantOnDelete {
+		next, err := li.driver.GetsTheLock(slices.DeleteFunc(slices.Clone(children), func(ch string) bool { return ch == res.Watch }), n.name, li.maxLeases)
+		v.grantOnDelete = err == nil && next.Acquired
+		if err == nil && !next.Acquired && lookAhead {
+			ahead = watchAlongside(ctx, li.c, path.Join(li.basePath, next.Watch))
+		}
+	}
 	ownErr := watchOwnAlongside(ctx, li.c, n, req.onRevoke)
 	ch, err := li.c.watchNode(ctx, path.Join(li.basePath, res.Watch))
 	if err := <-ownErr; err != nil {
 		return verdict{}, err
 	}
+	if ahead != nil {
+		if a := <-ahead; a.err == nil {
+			v.ahead = a.ch
+		} else if errors.Is(a.err, zk.ErrNoNode) {
+			v.ahead = firedWatch // gone already: list again while the watched node holds
+		}
+	}
 	if errors.Is(err, zk.ErrNoNode) {
 		return verdict{}, nil
 	}
-	return verdict{watch: ch}, err
+	v.watch = ch
+	return v, err
 }
+
+// watchAlongside sets a watch on the node at p on another goroutine, so
+// that its request travels with the caller's next one. The watch is the
+// caller's own, not shared through the Client's watch set: the node it
+// watches is another waiter's predecessor, whose shared watch must deliver
+// its event to that waiter, not to this one.
+func watchAlongside(ctx context.Context, c *Client, p string) <-chan watchResult {
+	out := make(chan watchResult, 1)
+	if !c.goFunc(func() {
+		ch, err := await(c, ctx, func() (<-chan zk.Event, error) {
+			_, _, ch, err := c.zc.GetW(p)
+			return ch, err
+		}, nil)
+		out <- watchResult{ch, closedErr(err)}
+	}) {
+		out <- watchResult{err: ErrClosed}
+	}
+	return out
+}
+
+// firedWatch is a watch channel that has fired.
+var firedWatch = func() <-chan zk.Event {
+	ch := make(chan zk.Event)
+	close(ch)
+	return ch
+}()
 
 // watchOwnAlongside sets n's own watch, if it is not set yet, on another
 // goroutine, so that its request travels with the caller's next one. The
@@ -391,6 +477,10 @@ func (li *lockInternals) sortedChildren(ctx context.Context) ([]string, error) {
 type verdict struct {
 	granted bool            // the wait is over
 	watch   <-chan zk.Event // fires when it is worth deciding again; nil: at once
+	// grantOnDelete: the deletion of the watched node grants the lock,
+	// without deciding again.
+	grantOnDelete bool
+	ahead         <-chan zk.Event // fires when it is worth deciding again, ahead of watch; may be nil
 }
 
 // waiter is the engine's one waiting loop, shared by the lock queue and the
@@ -435,8 +525,14 @@ func (w *waiter) run(ctx context.Context, decide func(context.Context) (verdict,
 		case w.try:
 			return snapshot{}, ErrLocked
 		case v.watch != nil:
-			if err := w.await(ctx, v.watch, stateCh); err != nil {
+			granted, err := w.await(ctx, v, stateCh)
+			if err != nil {
 				return snapshot{}, err
+			}
+			if granted { // confirmed against pre, taken before the listing the verdict rests on
+				if ok, err := w.confirm(ctx, pre); ok || err != nil {
+					return pre, err
+				}
 			}
 		}
 	}
@@ -462,30 +558,35 @@ func (w *waiter) confirm(ctx context.Context, pre snapshot) (bool, error) {
 	return w.c.holdLost(pre) == nil, nil
 }
 
-// await blocks until the watch fires, our node changes, the connection
-// state changes, ctx ends or the Client closes. A nil return means: decide
+// await blocks until a watch of v fires, our node changes, the connection
+// state changes, ctx ends or the Client closes. It reports whether the
+// wait ended in a grant (to confirm); false with no error means: decide
 // again.
-func (w *waiter) await(ctx context.Context, watch <-chan zk.Event, stateCh <-chan struct{}) error {
+func (w *waiter) await(ctx context.Context, v verdict, stateCh <-chan struct{}) (bool, error) {
 	var own <-chan zk.Event
 	if w.own != nil {
 		own = w.own.own
 	}
 	select {
-	case <-watch:
-		// It changed or went away; the next decision finds out which.
-		return nil
+	case ev := <-v.watch:
+		// A deletion grants if the verdict said so. Anything else (a data
+		// change, a watch shared with another waiter, which sees only the
+		// channel close) means deciding again.
+		return v.grantOnDelete && ev.Type == zk.EventNodeDeleted, nil
+	case <-v.ahead:
+		return false, nil
 	case ev := <-own:
-		return ownEvent(ctx, w.c, w.own, ev, w.onRevoke)
+		return false, ownEvent(ctx, w.c, w.own, ev, w.onRevoke)
 	case <-stateCh:
-		return w.recover(ctx)
+		return false, w.recover(ctx)
 	case <-ctx.Done():
 		// If the watch fired at this same moment we may now hold the lock.
 		// ctx ending "happened before" that, so we pretend we did not get
 		// it: the caller deletes our node, which releases the lock if we
 		// held it.
-		return ctx.Err()
+		return false, ctx.Err()
 	case <-w.c.closing:
-		return ErrClosed
+		return false, ErrClosed
 	}
 }
 

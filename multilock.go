@@ -3,7 +3,6 @@ package zklock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync/atomic"
 )
@@ -33,6 +32,14 @@ type Locker interface {
 // means the MultiLock lost, and the other members are released at once.
 // To avoid deadlocks between MultiLocks over the same locks, every process
 // must take them in the same order; [NewMultiLockPaths] sorts them.
+// [MultiLock.Lock] returns the hold as a [Hold], whose [Hold.Multi] checks
+// every member's node.
+//
+// A member never waits for a hold that the MultiLock took itself: a
+// member that locks what an earlier member already holds (a Mutex of the
+// same Client and path inside a nested MultiLock) re-enters it, and the
+// read side of a [ReadWriteLock] after its write side is a downgrade. The
+// write side after the read side is refused with ErrLockUpgrade.
 type MultiLock struct {
 	locks []Locker // immutable
 
@@ -52,7 +59,7 @@ func NewMultiLock(locks ...Locker) *MultiLock {
 // the same paths cannot deadlock. A path given twice is locked once.
 func NewMultiLockPaths(c *Client, paths ...string) (*MultiLock, error) {
 	if len(paths) == 0 {
-		return nil, fmt.Errorf("zklock: multi-lock: no paths: %w", ErrInvalidArgument)
+		return nil, wrapf(ErrInvalidArgument, "multi-lock: no paths")
 	}
 	sorted := slices.Compact(slices.Sorted(slices.Values(paths)))
 	locks := make([]Locker, len(sorted))
@@ -64,6 +71,19 @@ func NewMultiLockPaths(c *Client, paths ...string) (*MultiLock, error) {
 		locks[i] = m
 	}
 	return NewMultiLock(locks...), nil
+}
+
+// Lock is Acquire returning the hold as a [Hold], released with
+// [Hold.Release]. Its errors are Acquire's.
+func (ml *MultiLock) Lock(ctx context.Context) (*Hold, error) {
+	hctx, err := ml.acquire(ctx, Locker.Acquire)
+	return handleOf(ml, "multi-lock", hctx, err)
+}
+
+// TryLock is Lock without waiting: ErrLocked when another holds a member.
+func (ml *MultiLock) TryLock(ctx context.Context) (*Hold, error) {
+	hctx, err := ml.acquire(ctx, Locker.TryAcquire)
+	return handleOf(ml, "multi-lock", hctx, err)
 }
 
 // Acquire takes every lock, in order, under ctx's one deadline. If ctx
@@ -89,14 +109,21 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 		return h.ctx, nil
 	}
 	var member []context.Context
+	parts := make([]*hold, 0, len(ml.locks))
 	var carrier context.Context = ctx // ctx's cancellation, the holds' values
 	for i, l := range ml.locks {
 		mctx, err := take(l, carrier)
 		if err != nil {
 			ml.releaseMembers(member)
-			return nil, fmt.Errorf("zklock: multi-lock: lock %d of %d: %w", i+1, len(ml.locks), err)
+			return nil, wrapf(err, "multi-lock: lock %d of %d", i+1, len(ml.locks))
 		}
 		member = append(member, mctx)
+		if parts != nil {
+			parts = append(parts, memberHold(l, mctx))
+			if parts[i] == nil { // not this package's: no node to check
+				parts = nil
+			}
+		}
 		carrier = valuesFrom{ctx, mctx}
 	}
 	var stops []func() bool
@@ -106,7 +133,7 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 		}
 		return ml.releaseMembers(member)
 	}
-	h := newHold(nil, valuesFrom{ctx, carrier}, holdSpec{key: holdKey{ml}, name: "multi-lock", live: &ml.live, free: free})
+	h := newHold(nil, valuesFrom{ctx, carrier}, holdSpec{key: holdKey{ml}, name: "multi-lock", parts: parts, live: &ml.live, free: free})
 	for _, mctx := range member {
 		// A member lost is the MultiLock lost: the other members are
 		// released at once, so they block no one.
@@ -125,42 +152,39 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 func (ml *MultiLock) usable(ctx context.Context) error {
 	switch {
 	case ctx == nil:
-		return fmt.Errorf("zklock: multi-lock: nil context: %w", ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "multi-lock: nil context")
 	case ml == nil || len(ml.locks) == 0:
-		return fmt.Errorf("zklock: multi-lock: no members: %w", ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "multi-lock: no members")
 	}
 	seen := make(map[any]int, len(ml.locks))
 	for i, l := range ml.locks {
 		if l == nil {
-			return fmt.Errorf("zklock: multi-lock: lock %d of %d is nil: %w", i+1, len(ml.locks), ErrInvalidArgument)
+			return wrapf(ErrInvalidArgument, "multi-lock: lock %d of %d is nil", i+1, len(ml.locks))
 		}
 		key, name := memberKey(l)
 		if key == nil {
 			continue
 		}
 		if j, dup := seen[key]; dup {
-			return fmt.Errorf("zklock: multi-lock: locks %d and %d of %d both lock %s: %w", j+1, i+1, len(ml.locks), name, ErrInvalidArgument)
+			return wrapf(ErrInvalidArgument, "multi-lock: locks %d and %d of %d both lock %s", j+1, i+1, len(ml.locks), name)
 		}
 		seen[key] = i
 	}
 	return nil
 }
 
-// memberKey identifies what a member of this package locks, and names it;
-// nil for another kind of Locker, or one not made by a constructor.
+// memberKey identifies what a member of this package locks (see keyOf),
+// and names it; nil for another kind of Locker, or one not made by a
+// constructor.
 func memberKey(l Locker) (any, string) {
-	type lockKey struct {
-		c              *Client
-		path, lockName string
-	}
 	switch m := l.(type) {
 	case *Mutex:
 		if m != nil && m.c != nil {
-			return lockKey{m.c, m.li.basePath, m.li.lockName}, m.path
+			return keyOf(m), m.path
 		}
 	case *SemaphoreMutex:
 		if m != nil && m.s != nil {
-			return lockKey{m.s.c, m.s.leases, ""}, m.s.path
+			return keyOf(m), m.s.path
 		}
 	case *MultiLock:
 		if m != nil {
@@ -168,6 +192,15 @@ func memberKey(l Locker) (any, string) {
 		}
 	}
 	return nil, ""
+}
+
+// memberHold returns the hold that mctx carries of member l, or nil if l
+// is not a lock of this package.
+func memberHold(l Locker, mctx context.Context) *hold {
+	if key, _ := memberKey(l); key != nil {
+		return holdIn(mctx, l)
+	}
+	return nil
 }
 
 // Release gives up one hold carried by ctx. The last Release cancels the
@@ -178,7 +211,11 @@ func memberKey(l Locker) (any, string) {
 func (ml *MultiLock) Release(ctx context.Context) error {
 	h := holdIn(ctx, ml)
 	if ml == nil || h == nil {
-		return fmt.Errorf("zklock: multi-lock release: %w", ErrNotHeld)
+		var live int32
+		if ml != nil {
+			live = ml.live.Load()
+		}
+		return notHeld(nil, "multi-lock", live)
 	}
 	err := h.release("multi-lock")
 	if errors.Is(err, ErrLockLost) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -144,4 +145,81 @@ func TestIntegration_MultiLockCauseOfLaterMembers(t *testing.T) {
 	require.ErrorIs(t, err, cause, "context.Cause stays reachable")
 	assert.False(t, ml.IsAcquiredInThisProcess())
 	require.NoError(t, other.Release(oh))
+}
+
+// A MultiLock never waits for a hold it took itself. A Mutex inside a
+// nested MultiLock, on the path and Client of an outer member, re-enters;
+// the read side of a ReadWriteLock after the write side of another
+// ReadWriteLock of the same path and Client is a downgrade; the write
+// side after the read side is refused at once. (Each used to wait until
+// its deadline.)
+func TestIntegration_MultiLockNeverWaitsOnItself(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	quick := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), 5*time.Second)
+	}
+
+	t.Run("nested", func(t *testing.T) {
+		ml := zklock.NewMultiLock(e.mutex(c, "/n"), zklock.NewMultiLock(e.mutex(c, "/n")))
+		ctx, cancel := quick()
+		defer cancel()
+		hd, err := ml.Lock(ctx)
+		require.NoError(t, err)
+		assert.Len(t, e.children(e.root+"/n"), 1)
+		require.NoError(t, hd.Release())
+		assert.Empty(t, e.children(e.root+"/n"))
+	})
+	t.Run("write-then-read", func(t *testing.T) {
+		rw1, err := zklock.NewReadWriteLock(c, e.root+"/rw")
+		require.NoError(t, err)
+		rw2, err := zklock.NewReadWriteLock(c, e.root+"/rw")
+		require.NoError(t, err)
+		ctx, cancel := quick()
+		defer cancel()
+		hd, err := zklock.NewMultiLock(rw1.WriteLock(), rw2.ReadLock()).Lock(ctx)
+		require.NoError(t, err, "a downgrade, not a wait")
+		other, err := zklock.NewReadWriteLock(e.client(), e.root+"/rw")
+		require.NoError(t, err)
+		_, err = other.WriteLock().TryAcquire(context.Background())
+		require.ErrorIs(t, err, zklock.ErrLocked, "the downgraded hold still excludes writers")
+		require.NoError(t, hd.Release())
+		assert.Empty(t, e.children(e.root+"/rw"))
+	})
+	t.Run("read-then-write", func(t *testing.T) {
+		rw1, err := zklock.NewReadWriteLock(c, e.root+"/rw2")
+		require.NoError(t, err)
+		rw2, err := zklock.NewReadWriteLock(c, e.root+"/rw2")
+		require.NoError(t, err)
+		ctx, cancel := quick()
+		defer cancel()
+		_, err = zklock.NewMultiLock(rw1.ReadLock(), rw2.WriteLock()).Lock(ctx)
+		require.ErrorIs(t, err, zklock.ErrLockUpgrade)
+		require.NoError(t, ctx.Err(), "refused at once, not at the deadline")
+		assert.Empty(t, e.children(e.root+"/rw2"))
+	})
+}
+
+// A MultiLock's Hold guards a transaction with every member's node.
+func TestIntegration_MultiLockHoldGuardsEveryMember(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	e.create(e.root + "/data")
+	ma, mb := e.mutex(c, "/ga"), e.mutex(c, "/gb")
+	hd, err := zklock.NewMultiLock(ma, mb).Lock(context.Background())
+	require.NoError(t, err)
+	_, err = hd.Token()
+	require.ErrorIs(t, err, zklock.ErrInvalidArgument, "one token per member, not one")
+	_, err = hd.Multi(context.Background(), &zk.SetDataRequest{Path: e.root + "/data", Data: []byte("1"), Version: -1})
+	require.NoError(t, err)
+
+	require.NoError(t, e.admin.Delete(mb.LockPath(hd.Context()), -1))
+	_, err = hd.Multi(context.Background(), &zk.SetDataRequest{Path: e.root + "/data", Data: []byte("2"), Version: -1})
+	require.ErrorIs(t, err, zklock.ErrLockLost)
+	data, _, err := e.admin.Get(e.root + "/data")
+	require.NoError(t, err)
+	assert.Equal(t, "1", string(data), "the guarded write did not commit")
+	require.ErrorIs(t, hd.Release(), zklock.ErrLockLost)
 }

@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"context"
-	"fmt"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -20,8 +19,16 @@ import (
 // Acquire with it re-enters (only counting), a Release with it releases.
 // Any other context is a new participant, so goroutines that share one
 // Mutex exclude each other. Waiters are served first come, first served, in
-// ZooKeeper sequence order. Two Mutex values on one path are independent
-// participants, even in one process.
+// ZooKeeper sequence order. A hold belongs to the lock, not to the Mutex
+// value: a context that holds a path through one Mutex re-enters through
+// any other Mutex of the same Client and path (a Mutex per request is
+// fine), and either may release it. Mutexes of different Clients are
+// different participants, even in one process.
+//
+// [Mutex.Lock] returns the hold as a [Hold], which is released through
+// itself and so cannot be released with the wrong context; prefer it to
+// Acquire and Release by context, which remain for re-entry down a call
+// chain in the manner of Curator.
 //
 // A hold can be lost at any time: under StandardPolicy when the connection
 // is suspended, under SessionPolicy when the session is lost, and under
@@ -86,9 +93,27 @@ func newMutex(c *Client, path, lockName string, maxLeases int, o lockOptions) (*
 	}, nil
 }
 
+// Lock is Acquire returning the hold as a [Hold]: release it with
+// [Hold.Release], which cannot pick the wrong context, and pass
+// [Hold.Context] (or [Hold.Bind]) down the call chain. A Lock with a
+// context that already holds the lock re-enters, and returns another Hold
+// that owes its own Release. Its errors are Acquire's.
+func (m *Mutex) Lock(ctx context.Context) (*Hold, error) {
+	hctx, err := m.acquire(ctx, false)
+	return handleOf(m, m.Path(), hctx, err)
+}
+
+// TryLock is Lock without waiting: if another participant holds the lock,
+// it returns an error wrapping ErrLocked at once and leaves no node behind.
+func (m *Mutex) TryLock(ctx context.Context) (*Hold, error) {
+	hctx, err := m.acquire(ctx, true)
+	return handleOf(m, m.Path(), hctx, err)
+}
+
 // Acquire blocks until the lock is held, ctx is done, or the Client is
 // closed, and returns the context that carries the hold. If ctx already
-// carries a hold of m, Acquire only counts the re-entry and returns the
+// carries a hold of the lock, through m or through another Mutex of the
+// same Client and path, Acquire only counts the re-entry and returns the
 // hold's context; each Acquire owes one Release.
 //
 // The returned context is cancelled when the hold ends: with cause
@@ -133,7 +158,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 	if err != nil {
 		return nil, opErr(ctx, "acquire", m.path, err)
 	}
-	h := newHold(m.c, ctx, holdSpec{key: holdKey{m}, name: "lock " + m.path, path: m.path, node: node, live: &m.live})
+	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: "lock " + m.path, path: m.path, node: node, live: &m.live})
 	if !h.watch(snap, req.onRevoke) {
 		return nil, opErr(ctx, "acquire", m.path, ErrClosed)
 	}
@@ -159,16 +184,21 @@ func (m *Mutex) onRevoke() func(node string) {
 // cancels the hold's context with cause ErrReleased, then deletes the lock
 // node; if the delete fails on the network it goes on in the background
 // until it succeeds, the node is gone, or the Client closes, and Release
-// returns nil. Release returns an error wrapping ErrNotHeld if ctx carries
-// no hold of m, and one wrapping ErrLockLost if the hold was lost (clearing
-// it), including a node found already gone.
+// returns nil. Release returns an error wrapping ErrLockLost if the hold
+// was lost (clearing it), including a node found already gone.
+//
+// Release returns an error wrapping ErrNotHeld if ctx carries no hold of
+// the lock. If holds taken through m stand meanwhile, that is most likely
+// the mistake of releasing with the context given to Acquire instead of the
+// one it returned, which leaves the lock held: the error says so, and so
+// does a Warn record on the Client's logger, for callers that drop it.
 func (m *Mutex) Release(ctx context.Context) error {
 	if err := m.usable(context.Background(), "release"); err != nil {
 		return err
 	}
 	h := holdIn(ctx, m)
 	if h == nil {
-		return fmt.Errorf("zklock: release %s: %w", m.path, ErrNotHeld)
+		return notHeld(m.c, m.path, m.live.Load())
 	}
 	return h.release(m.path)
 }
@@ -235,7 +265,7 @@ func (m *Mutex) Participants(ctx context.Context) ([]string, error) {
 	}
 	children, err := m.li.sortedChildren(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("zklock: participants %s: %w", m.path, err)
+		return nil, wrapf(err, "participants %s", m.path)
 	}
 	out := make([]string, 0, len(children))
 	for _, ch := range children {
@@ -261,28 +291,22 @@ func (m *Mutex) MakeRevocable(fn func(*Mutex)) {
 	m.mu.Unlock()
 }
 
-// Do acquires m, runs fn with the hold's context, and releases. It returns
-// the error of Acquire, or else the errors of fn and Release, joined. A hold
-// lost while fn runs cancels fn's context and makes the Release error wrap
-// ErrLockLost. If fn panics, Do releases and the panic goes on. A nil fn
-// gives ErrInvalidArgument, before anything is acquired.
+// Do acquires m, runs fn, and releases. fn's context carries the hold (an
+// acquire with it re-enters) and ends as soon as ctx or the hold ends (see
+// [Hold.Bind]): its cause is ctx's when ctx ends first, ErrLockLost's
+// when the hold is lost. Do returns the error of Acquire, or else the
+// errors of fn and Release, joined; a hold lost while fn runs makes the
+// Release error wrap ErrLockLost. If fn panics, Do releases and the panic
+// goes on. A nil fn gives ErrInvalidArgument, before anything is acquired.
 func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	if fn == nil {
-		return fmt.Errorf("zklock: do %s: nil function: %w", m.Path(), ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "do %s: nil function", m.Path())
 	}
-	hctx, err := m.Acquire(ctx)
+	hd, err := m.Lock(ctx)
 	if err != nil {
 		return err
 	}
-	released := false
-	defer func() {
-		if !released { // fn panicked: release, then let the panic go on
-			_ = m.Release(hctx)
-		}
-	}()
-	ferr := fn(hctx)
-	released = true
-	return joinErrs(ferr, m.Release(hctx))
+	return hd.run(ctx, fn)
 }
 
 // usable returns an error wrapping ErrInvalidArgument for a Mutex that was
@@ -290,9 +314,9 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 func (m *Mutex) usable(ctx context.Context, what string) error {
 	switch {
 	case m == nil || m.c == nil:
-		return fmt.Errorf("zklock: %s: Mutex not made by NewMutex or NewReadWriteLock: %w", what, ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "%s: Mutex not made by NewMutex or NewReadWriteLock", what)
 	case ctx == nil:
-		return fmt.Errorf("zklock: %s %s: nil context: %w", what, m.path, ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "%s %s: nil context", what, m.path)
 	}
 	return nil
 }

@@ -22,14 +22,17 @@ const (
 	// SessionPolicy ends a hold only when the session is lost: reported
 	// expired, or suspended for so long that the servers may have expired
 	// it. go-zookeeper notices a silent connection two thirds of the
-	// session timeout after the server last spoke, so the Client declares
-	// the session lost about a quarter of the session timeout (a third,
-	// less a tenth for the hand-off) after the suspension: a hold rides out
-	// disconnects that reconnect within that time. This holds only if the
-	// ensemble's syncLimit × tickTime (how long a server cut off from its
-	// leader keeps serving) is well under the session timeout; see the
-	// README. Guard writes with fencing tokens ([Mutex.Token],
-	// [Mutex.CheckOp]) under either policy.
+	// session timeout after the server last spoke, and the servers may
+	// expire the session one timeout after they last heard from it, so
+	// the Client trusts a suspended session for a third of the session
+	// timeout less a tenth (kept back for the hand-off): about 23%, 7s of
+	// a 30s session. It then reports [StateLost], whether or not the
+	// servers have expired the session yet. A hold rides out disconnects
+	// that reconnect within that time. This holds only if the ensemble's
+	// syncLimit × tickTime (how long a server cut off from its leader
+	// keeps serving) is well under the session timeout; see the README.
+	// Guard writes with fencing tokens ([Mutex.Token], [Mutex.CheckOp])
+	// under either policy.
 	SessionPolicy
 )
 
@@ -71,7 +74,7 @@ type authInfo struct {
 
 func (o *options) invalid(format string, args ...any) {
 	if o.err == nil {
-		o.err = fmt.Errorf("zklock: "+format+": %w", append(args, ErrInvalidArgument)...)
+		o.err = errorf(ErrInvalidArgument, format, args...)
 	}
 }
 
@@ -130,7 +133,7 @@ func WithNamespace(ns string) Option {
 			return
 		}
 		if err := validatePath("/" + ns); err != nil {
-			o.invalid("namespace %q: %v", ns, err)
+			o.invalid("namespace %q: %s", ns, unprefixed(err))
 		}
 		o.namespace = "/" + ns
 	}
@@ -271,7 +274,7 @@ type lockOptions struct {
 func WithLockData(data []byte) LockOption {
 	return func(o *lockOptions) {
 		if len(data) > maxNodeData && o.err == nil {
-			o.err = fmt.Errorf("lock data of %d bytes exceeds %d: %w", len(data), maxNodeData, ErrInvalidArgument)
+			o.err = errorf(ErrInvalidArgument, "lock data of %d bytes exceeds %d", len(data), maxNodeData)
 		}
 		o.data = append([]byte{}, data...)
 	}
@@ -282,7 +285,7 @@ func WithLockData(data []byte) LockOption {
 func WithDriver(d Driver) LockOption {
 	return func(o *lockOptions) {
 		if d == nil && o.err == nil {
-			o.err = fmt.Errorf("nil Driver: %w", ErrInvalidArgument)
+			o.err = errorf(ErrInvalidArgument, "nil Driver")
 		}
 		o.driver = d
 	}
@@ -294,15 +297,15 @@ func parseLockOptions(kind, path string, opts []LockOption, allowDriver bool) (l
 	var o lockOptions
 	for _, opt := range opts {
 		if opt == nil {
-			return o, fmt.Errorf("zklock: %s %s: nil LockOption: %w", kind, path, ErrInvalidArgument)
+			return o, errorf(ErrInvalidArgument, "%s %s: nil LockOption", kind, path)
 		}
 		opt(&o)
 	}
 	if o.err == nil && o.driver != nil && !allowDriver {
-		o.err = fmt.Errorf("a Driver cannot be set: %w", ErrInvalidArgument)
+		o.err = errorf(ErrInvalidArgument, "a Driver cannot be set")
 	}
 	if o.err != nil {
-		return o, fmt.Errorf("zklock: %s %s: %w", kind, path, o.err)
+		return o, wrapf(o.err, "%s %s", kind, path)
 	}
 	return o, nil
 }

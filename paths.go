@@ -15,7 +15,7 @@ func validatePath(p string) error {
 	if reason == "" {
 		return nil
 	}
-	return fmt.Errorf("zklock: path %s: %s: %w", quotePath(p), reason, ErrInvalidPath)
+	return errorf(ErrInvalidPath, "invalid path %s: %s", quotePath(p), reason)
 }
 
 // validateLockPath is validatePath for the path of a recipe, or of a node
@@ -23,7 +23,7 @@ func validatePath(p string) error {
 // under a namespace): lock nodes there would sit among every other node.
 func validateLockPath(p string) error {
 	if p == "/" {
-		return fmt.Errorf("zklock: path %s: the root cannot be a lock path: %w", quotePath(p), ErrInvalidPath)
+		return errorf(ErrInvalidPath, "invalid path %s: the root cannot be a lock path", quotePath(p))
 	}
 	return validatePath(p)
 }
@@ -50,8 +50,8 @@ const (
 // one request.
 func checkRequest(what, p, full string, data []byte) error {
 	if n := len(full) + len(data) + requestOverhead; n > maxRequest {
-		return fmt.Errorf("zklock: %s %s: path and data of %d bytes exceed ZooKeeper's request limit of %d: %w",
-			what, quotePath(p), n-requestOverhead, maxRequest, ErrInvalidArgument)
+		return errorf(ErrInvalidArgument, "%s %s: path and data of %d bytes exceed ZooKeeper's request limit of %d",
+			what, quotePath(p), n-requestOverhead, maxRequest)
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ func FuzzValidatePath(f *testing.F) {
 	f.Fuzz(func(t *testing.T, p, ns string) {
 		err := zklock.ValidatePath(p)
 		if err != nil {
-			if !errors.Is(err, zklock.ErrInvalidPath) || !strings.Contains(err.Error(), "zklock: path ") {
+			if !errors.Is(err, zklock.ErrInvalidPath) || strings.Count(err.Error(), "zklock:") != 1 || !strings.Contains(err.Error(), "zklock: invalid path ") {
 				t.Fatalf("ValidatePath(%q) = %v: want an ErrInvalidPath naming the path", p, err)
 			}
 		} else if why := pathRulesBroken(p); why != "" {

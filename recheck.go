@@ -8,10 +8,11 @@ import (
 )
 
 // recentDeletes remembers the lock nodes this Client deleted lately, so
-// that it can check them again after a reconnect. ZooKeeper (3.8 at least)
-// can acknowledge a delete that a change of leader then undoes: the chaos
-// suite saw a leader answer a delete just as it was cut off from the
-// others, and the node was back on every server after the election. Left
+// that it can check them again after a reconnect. ZooKeeper 3.8.0 to 3.8.4
+// and 3.9.0 to 3.9.1 can acknowledge a delete that a change of leader then
+// undoes (ZOOKEEPER-4646, -4643, -4785): the chaos suite saw a leader
+// answer a delete just as it was cut off from the others, and the node was
+// back on every server after the election. Left
 // alone, such a node would block the lock's queue for as long as the
 // session lives.
 type recentDeletes struct {

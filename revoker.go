@@ -3,7 +3,6 @@ package zklock
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -18,10 +17,10 @@ import (
 // returns an error wrapping ErrInvalidArgument.
 func Revoke(ctx context.Context, c *Client, nodePath string) error {
 	if c == nil || ctx == nil {
-		return fmt.Errorf("zklock: revoke %s: nil Client or context: %w", nodePath, ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "revoke %s: nil Client or context", nodePath)
 	}
 	if err := c.usable(); err != nil {
-		return fmt.Errorf("zklock: revoke %s: %w", nodePath, err)
+		return wrapf(err, "revoke %s", nodePath)
 	}
 	if err := validateLockPath(nodePath); err != nil {
 		return err
@@ -34,7 +33,7 @@ func Revoke(ctx context.Context, c *Client, nodePath string) error {
 	case st == nil:
 		return nil
 	case st.EphemeralOwner == 0:
-		return fmt.Errorf("zklock: revoke %s: not a lock node (not ephemeral): %w", nodePath, ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "revoke %s: not a lock node (not ephemeral)", nodePath)
 	}
 	// Conditional on the version seen, so that the write cannot land on a
 	// node created later under the same name; a newer version means another

@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"strings"
 
@@ -25,7 +24,8 @@ const (
 // Both sides are [Mutex] values and follow its rules: safe for concurrent
 // use, holds carried by the context Acquire returns, re-entrant per
 // context (the two sides count separately), holds lost as described for
-// Mutex. A context that holds the write lock gets the read lock at once
+// Mutex. A context that holds the write lock (through this ReadWriteLock or
+// another of the same Client and path) gets the read lock at once
 // (downgrade): its read node takes the write node's sequence, so writers
 // already queued stay behind it after the write lock is released. The read
 // node is created only while the write node exists; if the write hold is
@@ -79,8 +79,8 @@ func (rw *ReadWriteLock) WriteLock() *Mutex {
 	return rw.write
 }
 
-// admitWriter refuses a writer that holds only the read lock: it would
-// wait for itself.
+// admitWriter refuses a writer that holds only the read lock (through any
+// ReadWriteLock of this Client and path): it would wait for itself.
 func (rw *ReadWriteLock) admitWriter(ctx context.Context) (*placement, error) {
 	if rw.read.IsOwnedBy(ctx) {
 		return nil, ErrLockUpgrade
@@ -93,7 +93,7 @@ func (rw *ReadWriteLock) admitWriter(ctx context.Context) (*placement, error) {
 // writers queued behind stay behind. The node is created only while the
 // write node still exists.
 func (rw *ReadWriteLock) admitReader(ctx context.Context) (*placement, error) {
-	wh := holdIn(ctx, rw.write)
+	wh := holdIn(ctx, rw.write) // through any ReadWriteLock of this Client and path
 	if !wh.isLive() {
 		return nil, nil
 	}
@@ -131,7 +131,7 @@ func (readDriver) SortKey(child, _ string) string { return rwSortKey(child) }
 func (readDriver) GetsTheLock(children []string, node string, _ int) (PredicateResult, error) {
 	acquired, watch, found := layout.ReaderGetsTheLock(children, node)
 	if !found {
-		return PredicateResult{}, fmt.Errorf("zklock: sequential node %s not found: %w", node, zk.ErrNoNode)
+		return PredicateResult{}, wrapf(zk.ErrNoNode, "sequential node %s not found", node)
 	}
 	return PredicateResult{Acquired: acquired, Watch: watch}, nil
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	pathpkg "path"
 	"slices"
@@ -24,8 +23,10 @@ const leaseName = "lease-"
 // holder watches the leases), and each lease is a node
 // path/leases/_c_<uuid>-lease-<seq>.
 //
-// A Semaphore is safe for concurrent use. Leases are values, not holds of a
-// context: any goroutine may release one. As in Curator, nothing checks
+// A Semaphore is safe for concurrent use. A [Lease] is a hold like any
+// other (see [Hold]): it has a context that ends when it is released or
+// lost, with the cause, a fencing token, and a Release that it owes once;
+// any goroutine may release it. As in Curator, nothing checks
 // that every process uses the same maxLeases; a lease is granted while the
 // leases node has at most maxLeases children, whoever made them.
 type Semaphore struct {
@@ -40,11 +41,15 @@ type Semaphore struct {
 	live atomic.Int32 // leases that stand
 }
 
-// Lease is one lease of a Semaphore. Its methods are safe for concurrent
+// Lease is one lease of a Semaphore: a hold of one lease node, with the
+// rules of every [Hold] (Lease.Hold returns it as one, for code that
+// handles holds of any recipe alike). Its methods are safe for concurrent
 // use.
 type Lease struct {
-	s *Semaphore
-	h *hold
+	// Written once by the Semaphore, read-only after.
+	s  *Semaphore
+	h  *hold
+	hd *Hold // the lease as a Hold
 }
 
 // NewSemaphore returns a Semaphore of maxLeases leases on path, relative
@@ -54,7 +59,7 @@ type Lease struct {
 // int32), and ErrInvalidPath for a bad path. It does no I/O.
 func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*Semaphore, error) {
 	if maxLeases < 1 || maxLeases > math.MaxInt32 {
-		return nil, fmt.Errorf("zklock: semaphore %s: maxLeases %d is outside [1, %d]: %w", quotePath(path), maxLeases, math.MaxInt32, ErrInvalidArgument)
+		return nil, wrapf(ErrInvalidArgument, "semaphore %s: maxLeases %d is outside [1, %d]", quotePath(path), maxLeases, math.MaxInt32)
 	}
 	o, err := parseLockOptions("semaphore", path, opts, false)
 	if err != nil {
@@ -110,11 +115,13 @@ func (s *Semaphore) AcquireN(ctx context.Context, n int) ([]*Lease, error) {
 	return s.acquire(ctx, n, false)
 }
 
-// ReturnAll releases every lease and joins the errors.
+// ReturnAll releases every lease that has not been released yet, skipping
+// nil ones and those released before, and joins the errors (a lost
+// lease's wraps ErrLockLost).
 func (s *Semaphore) ReturnAll(leases []*Lease) error {
 	var errs []error
 	for _, l := range leases {
-		if l != nil {
+		if l != nil && (l.hd == nil || !l.hd.spent.Load()) {
 			errs = append(errs, l.Release())
 		}
 	}
@@ -130,7 +137,7 @@ func (s *Semaphore) Participants(ctx context.Context) ([]string, error) {
 	leases := lockInternals{c: s.c, basePath: s.leases, lockName: leaseName, driver: StandardDriver{}}
 	children, err := leases.sortedChildren(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("zklock: semaphore %s participants: %w", s.path, err)
+		return nil, wrapf(err, "semaphore %s participants", s.path)
 	}
 	if children == nil {
 		children = []string{}
@@ -143,9 +150,9 @@ func (s *Semaphore) Participants(ctx context.Context) ([]string, error) {
 func (s *Semaphore) usable(ctx context.Context, what string) error {
 	switch {
 	case s == nil || s.c == nil:
-		return fmt.Errorf("zklock: semaphore %s: Semaphore not made by NewSemaphore: %w", what, ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "semaphore %s: Semaphore not made by NewSemaphore", what)
 	case ctx == nil:
-		return fmt.Errorf("zklock: semaphore %s %s: nil context: %w", s.path, what, ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "semaphore %s %s: nil context", s.path, what)
 	}
 	return nil
 }
@@ -155,7 +162,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 		return nil, err
 	}
 	if n < 1 || n > s.maxLeases {
-		return nil, fmt.Errorf("zklock: acquire %s: %d leases of %d: %w", s.path, n, s.maxLeases, ErrInvalidArgument)
+		return nil, wrapf(ErrInvalidArgument, "acquire %s: %d leases of %d", s.path, n, s.maxLeases)
 	}
 	start := time.Now()
 	s.c.emit(Event{Kind: EventAcquireStarted, Path: s.path})
@@ -194,23 +201,35 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool) ([]*Lease,
 	// Give the internal lock up without waiting for the delete's reply:
 	// the next acquirer waits for it, our caller need not.
 	defer c.cleanup(func() { c.deleteNode(lock.path) })
-	nodes, err := s.createLeases(ctx, n)
+	nodes, first, err := s.createLeases(ctx, n)
 	if err != nil {
 		return nil, err
 	}
 	for _, nd := range nodes {
 		nd.position = lock.position // its place in the queue of acquirers
 	}
-	// Learn the leases' tokens alongside the first decision.
-	owns := make([]<-chan error, len(nodes))
-	for i, nd := range nodes {
-		owns[i] = watchOwnAlongside(ctx, c, nd, nil)
-	}
+	// The leases' own watches, which learn their tokens, are left to their
+	// holds, as for a Mutex granted at once: a grant costs the creates'
+	// round trip alone.
 	w := waiter{c: c, session: nodes[0].session, try: try}
-	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) { return s.decide(ctx, nodes) })
-	for _, own := range owns {
-		err = cmp.Or(err, <-own)
-	}
+	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) {
+		if first == nil {
+			return s.decide(ctx, nodes)
+		}
+		var l leaseListing
+		select {
+		case l = <-first:
+		case <-ctx.Done():
+			return verdict{}, ctx.Err()
+		case <-c.closing:
+			return verdict{}, ErrClosed
+		}
+		first = nil
+		if v, ok := s.verdict(l, nodes); ok {
+			return v, nil
+		}
+		return s.decide(ctx, nodes)
+	})
 	if err != nil {
 		deleteNodes(c, nodes)
 		return nil, err
@@ -218,33 +237,57 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool) ([]*Lease,
 	return s.grant(ctx, nodes, snap)
 }
 
-// createLeases creates n lease nodes. On failure it deletes the nodes it
-// made.
-func (s *Semaphore) createLeases(ctx context.Context, n int) ([]*lockNode, error) {
+// leaseListing is one listing of the leases, with its watch.
+type leaseListing struct {
+	children []string
+	ch       <-chan zk.Event
+	err      error
+}
+
+// createLeases creates n lease nodes and, right behind the last create,
+// lists the leases with a watch, so that the first decision costs no round
+// trip of its own. The listing comes on the channel. On failure it deletes
+// the nodes it made.
+func (s *Semaphore) createLeases(ctx context.Context, n int) ([]*lockNode, <-chan leaseListing, error) {
+	c := s.c
 	var made []*lockNode
-	for range n {
-		session := s.c.snapshot().session
-		p, err := s.c.createProtected(ctx, pathpkg.Join(s.leases, leaseName), s.data, zk.FlagEphemeral|zk.FlagSequence, "")
+	for i := range n {
+		cctx, sent, listed := ctx, func() {}, (<-chan leaseListing)(nil)
+		if i == n-1 {
+			var ok bool
+			if cctx, sent, listed, ok = readBehind(ctx, c, s.listLeases); !ok {
+				deleteNodes(c, made)
+				return nil, nil, ErrClosed
+			}
+		}
+		session := c.snapshot().session
+		p, err := c.createProtected(cctx, pathpkg.Join(s.leases, leaseName), s.data, zk.FlagEphemeral|zk.FlagSequence, "")
+		sent()
 		if err != nil {
-			deleteNodes(s.c, made)
-			return nil, closedErr(err)
+			deleteNodes(c, made)
+			return nil, nil, closedErr(err)
 		}
 		made = append(made, newLockNode(p, session))
+		if listed != nil {
+			return made, listed, nil
+		}
 	}
-	return made, nil
+	return made, nil, nil
+}
+
+// listLeases lists the leases once, with a watch.
+func (s *Semaphore) listLeases() leaseListing {
+	children, _, ch, err := s.c.zc.ChildrenW(s.leases)
+	return leaseListing{children, ch, err}
 }
 
 // decide lists the leases once, with a watch. Ours are granted when every
 // one of them is there and there are at most maxLeases in all, whoever made
 // them.
 func (s *Semaphore) decide(ctx context.Context, nodes []*lockNode) (verdict, error) {
-	type got struct {
-		children []string
-		ch       <-chan zk.Event
-	}
-	g, err := retry(s.c, ctx, func() (got, error) {
-		children, _, ch, err := s.c.zc.ChildrenW(s.leases)
-		return got{children, ch}, err
+	l, err := retry(s.c, ctx, func() (leaseListing, error) {
+		l := s.listLeases()
+		return l, l.err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return verdict{}, errNodeGone
@@ -252,12 +295,25 @@ func (s *Semaphore) decide(ctx context.Context, nodes []*lockNode) (verdict, err
 	if err != nil {
 		return verdict{}, err
 	}
+	if v, ok := s.verdict(l, nodes); ok {
+		return v, nil
+	}
+	return verdict{}, errNodeGone
+}
+
+// verdict decides from a listing that shows every one of nodes: granted
+// while there are at most maxLeases leases in all, whoever made them. It
+// reports false for a failed listing or one that lacks a node.
+func (s *Semaphore) verdict(l leaseListing, nodes []*lockNode) (verdict, bool) {
+	if l.err != nil {
+		return verdict{}, false
+	}
 	for _, nd := range nodes {
-		if !slices.Contains(g.children, nd.name) {
-			return verdict{}, errNodeGone
+		if !slices.Contains(l.children, nd.name) {
+			return verdict{}, false
 		}
 	}
-	return verdict{granted: len(g.children) <= s.maxLeases || mutant("extralease") && len(g.children) == s.maxLeases+1, watch: g.ch}, nil // test-only mutant (zklock_mutant): one lease too many
+	return verdict{granted: len(l.children) <= s.maxLeases || mutant("extralease") && len(l.children) == s.maxLeases+1, watch: l.ch}, true // test-only (zklock_mutant): one lease too many
 }
 
 // grant turns granted lease nodes into Leases, each a hold watched for
@@ -270,7 +326,9 @@ func (s *Semaphore) grant(ctx context.Context, nodes []*lockNode, snap snapshot)
 			deleteNodes(s.c, nodes[i+1:])
 			return nil, errors.Join(ErrClosed, s.ReturnAll(leases))
 		}
-		leases = append(leases, &Lease{s: s, h: h})
+		path := s.c.relPath(nd.path)
+		hd := newHandle(h, h.ctx, path, func() error { return h.release(path) })
+		leases = append(leases, &Lease{s: s, h: h, hd: hd})
 	}
 	return leases, nil
 }
@@ -282,19 +340,42 @@ func deleteNodes(c *Client, nodes []*lockNode) {
 	}
 }
 
-// Release returns the lease: it deletes the lease node (in the background
-// if the delete fails on the network, until it succeeds, the node is gone,
-// or the Client closes) and closes Done. It is idempotent: later calls
-// return nil. It returns an error wrapping ErrLockLost if the lease had
-// been lost, and ErrInvalidArgument for a Lease not made by a Semaphore.
+// Release returns the lease: it cancels the lease's context with cause
+// ErrReleased, deletes the lease node (in the background if the delete
+// fails on the network, until it succeeds, the node is gone, or the Client
+// closes) and closes Done. It returns an error wrapping ErrLockLost if the
+// lease had been lost, and ErrInvalidArgument for a Lease not made by a
+// Semaphore. As for every [Hold], a lease is released once: a later
+// Release changes nothing and returns an error wrapping ErrNotHeld.
 func (l *Lease) Release() error {
 	if l == nil || l.h == nil {
-		return fmt.Errorf("zklock: lease release: Lease not made by a Semaphore: %w", ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "lease release: Lease not made by a Semaphore")
 	}
-	if err := l.h.release(l.Path()); !errors.Is(err, ErrNotHeld) {
-		return err
+	return l.hd.Release()
+}
+
+// Hold returns the lease as a [Hold]: the same hold, with the methods
+// every recipe's holds share, such as [Hold.Token], which reports whether
+// the lease still stands, and [Hold.Multi]. It is nil for a Lease not made
+// by a Semaphore (a nil Hold's methods return ErrInvalidArgument).
+func (l *Lease) Hold() *Hold {
+	if l == nil {
+		return nil
 	}
-	return nil
+	return l.hd
+}
+
+// Context returns the lease's context: it is cancelled when the lease
+// ends, with cause ErrReleased after Release, or a cause wrapping
+// ErrLockLost when the lease is lost (see [Hold.Context]).
+func (l *Lease) Context() context.Context {
+	return l.Hold().Context()
+}
+
+// Err returns nil while the lease stands, and why it ended once it has
+// (see [Hold.Err]).
+func (l *Lease) Err() error {
+	return l.Hold().Err()
 }
 
 // Node returns the name of the lease node.
@@ -319,9 +400,9 @@ func (l *Lease) Path() string {
 func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 	switch {
 	case l == nil || l.h == nil:
-		return nil, fmt.Errorf("zklock: lease data: Lease not made by a Semaphore: %w", ErrInvalidArgument)
+		return nil, wrapf(ErrInvalidArgument, "lease data: Lease not made by a Semaphore")
 	case ctx == nil:
-		return nil, fmt.Errorf("zklock: lease %s data: nil context: %w", l.Path(), ErrInvalidArgument)
+		return nil, wrapf(ErrInvalidArgument, "lease %s data: nil context", l.Path())
 	}
 	if err := l.h.check("lease data", l.Path()); err != nil {
 		return nil, err
@@ -333,19 +414,32 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 	})
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		return nil, cmp.Or(l.h.check("lease data", l.Path()), fmt.Errorf("zklock: lease %s data: %w: %w", l.Path(), ErrLockLost, err))
+		return nil, cmp.Or(l.h.check("lease data", l.Path()), wrapf(kindOf(ErrLockLost, err), "lease %s data", l.Path()))
 	case err != nil:
 		return nil, opErr(ctx, "lease data", l.Path(), err)
 	}
 	return data, nil
 }
 
-// Token returns the lease's fencing token: its node's creation zxid.
+// Token returns the lease's fencing token: its node's creation zxid. Right
+// after the grant it may wait for the lease's first watch to learn it (one
+// round trip at most, unless the lease is lost meanwhile). It is 0 for a
+// lease that ended before its token was learnt, and for a Lease not made
+// by a Semaphore. It does not say whether the lease still stands;
+// l.Hold().Token() does, as every hold's Token.
 func (l *Lease) Token() int64 {
 	if l == nil || l.h == nil {
 		return 0
 	}
-	return l.h.node.czxid
+	select {
+	case <-l.h.node.known:
+		return l.h.node.czxid
+	case <-l.h.ctx.Done():
+		if l.h.node.isKnown() {
+			return l.h.node.czxid
+		}
+		return 0
+	}
 }
 
 // CheckOp returns a check on the lease node, to put first in conn.Multi so

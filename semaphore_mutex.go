@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"context"
-	"fmt"
 	"sync"
 )
 
@@ -13,8 +12,10 @@ import (
 // A SemaphoreMutex is safe for concurrent use and implements [Locker].
 // Acquire returns a context that carries the hold and is cancelled when the
 // hold is released (cause ErrReleased) or lost (cause ErrLockLost). It is
-// not re-entrant: Acquire with a context that already holds it returns
-// ErrNotReentrant, where Curator deadlocks; any other context queues. As in
+// not re-entrant: Acquire with a context that already holds it (through
+// this SemaphoreMutex or another of the same Client and path) returns
+// ErrNotReentrant, where Curator deadlocks; any other context queues.
+// [SemaphoreMutex.Lock] returns the hold as a [Hold]. As in
 // Curator, Release accepts any context: one that carries no hold releases
 // the newest hold taken through the SemaphoreMutex. A context that carries
 // a hold only ever releases that hold, so a late Release of a lost hold
@@ -52,10 +53,10 @@ func (m *SemaphoreMutex) TryAcquire(ctx context.Context) (context.Context, error
 
 func (m *SemaphoreMutex) acquire(ctx context.Context, try bool) (context.Context, error) {
 	if m == nil || m.s == nil {
-		return nil, fmt.Errorf("zklock: acquire: SemaphoreMutex not made by NewSemaphoreMutex: %w", ErrInvalidArgument)
+		return nil, wrapf(ErrInvalidArgument, "acquire: SemaphoreMutex not made by NewSemaphoreMutex")
 	}
 	if holdIn(ctx, m).isLive() {
-		return nil, fmt.Errorf("zklock: acquire %s: %w", m.s.path, ErrNotReentrant)
+		return nil, wrapf(ErrNotReentrant, "acquire %s", m.s.path)
 	}
 	leases, err := m.s.acquire(ctx, 1, try)
 	if err != nil {
@@ -65,7 +66,20 @@ func (m *SemaphoreMutex) acquire(ctx context.Context, try bool) (context.Context
 	m.mu.Lock()
 	m.cur = h
 	m.mu.Unlock()
-	return context.WithValue(h.ctx, holdKey{m}, h), nil
+	return context.WithValue(h.ctx, holdKey{keyOf(m)}, h), nil
+}
+
+// Lock is Acquire returning the hold as a [Hold], released with
+// [Hold.Release]. Its errors are Acquire's.
+func (m *SemaphoreMutex) Lock(ctx context.Context) (*Hold, error) {
+	hctx, err := m.acquire(ctx, false)
+	return handleOf(m, m.path(), hctx, err)
+}
+
+// TryLock is Lock without waiting: ErrLocked when another holds it.
+func (m *SemaphoreMutex) TryLock(ctx context.Context) (*Hold, error) {
+	hctx, err := m.acquire(ctx, true)
+	return handleOf(m, m.path(), hctx, err)
 }
 
 // Release ends the hold that ctx carries. As in Curator, any context may
@@ -76,7 +90,7 @@ func (m *SemaphoreMutex) acquire(ctx context.Context, try bool) (context.Context
 // lock is then free).
 func (m *SemaphoreMutex) Release(ctx context.Context) error {
 	if m == nil || m.s == nil {
-		return fmt.Errorf("zklock: release: SemaphoreMutex not made by NewSemaphoreMutex: %w", ErrInvalidArgument)
+		return wrapf(ErrInvalidArgument, "release: SemaphoreMutex not made by NewSemaphoreMutex")
 	}
 	h := holdIn(ctx, m)
 	m.mu.Lock()
@@ -88,7 +102,7 @@ func (m *SemaphoreMutex) Release(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	if h == nil {
-		return fmt.Errorf("zklock: release %s: %w", m.s.path, ErrNotHeld)
+		return wrapf(ErrNotHeld, "release %s", m.s.path)
 	}
 	return h.release(m.s.path)
 }
@@ -96,4 +110,13 @@ func (m *SemaphoreMutex) Release(ctx context.Context) error {
 // IsAcquiredInThisProcess reports whether the lock is held through m.
 func (m *SemaphoreMutex) IsAcquiredInThisProcess() bool {
 	return m != nil && m.s != nil && m.s.live.Load() > 0
+}
+
+// path returns the lock's path, "" for a SemaphoreMutex not made by
+// NewSemaphoreMutex.
+func (m *SemaphoreMutex) path() string {
+	if m == nil || m.s == nil {
+		return ""
+	}
+	return m.s.path
 }

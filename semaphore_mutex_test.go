@@ -86,3 +86,30 @@ func TestIntegration_SemaphoreMutex(t *testing.T) {
 	require.NoError(t, a.err)
 	require.NoError(t, other.Release(a.ctx))
 }
+
+// SemaphoreMutex.Lock returns a Hold; a context that holds the lock
+// through one SemaphoreMutex is refused by another of the same Client and
+// path with ErrNotReentrant at once, instead of waiting for itself.
+func TestIntegration_SemaphoreMutexHold(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	m1, err := zklock.NewSemaphoreMutex(c, e.root+"/sm")
+	require.NoError(t, err)
+	m2, err := zklock.NewSemaphoreMutex(c, e.root+"/sm")
+	require.NoError(t, err)
+	hd, err := m1.Lock(context.Background())
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(hd.Context(), 5*time.Second)
+	defer cancel()
+	_, err = m2.Lock(ctx)
+	require.ErrorIs(t, err, zklock.ErrNotReentrant)
+	require.NoError(t, ctx.Err(), "refused at once")
+	_, err = m2.TryLock(context.Background())
+	require.ErrorIs(t, err, zklock.ErrLocked)
+	tok, err := hd.Token()
+	require.NoError(t, err)
+	require.NotZero(t, tok)
+	require.NoError(t, hd.Release())
+	require.ErrorIs(t, hd.Release(), zklock.ErrNotHeld)
+}

@@ -169,7 +169,9 @@ func TestIntegration_LeaseAPI(t *testing.T) {
 	_, err = e.admin.Multi(l1.CheckOp())
 	require.NoError(t, err)
 	require.NoError(t, l1.Release())
-	require.NoError(t, l1.Release(), "idempotent")
+	require.ErrorIs(t, l1.Release(), zklock.ErrNotHeld, "a lease is released once, as every Hold")
+	require.ErrorIs(t, l1.Err(), zklock.ErrReleased)
+	require.ErrorIs(t, context.Cause(l1.Context()), zklock.ErrReleased)
 	select {
 	case <-l1.Done():
 	default:
@@ -185,8 +187,11 @@ func TestIntegration_LeaseAPI(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Done not closed by the loss")
 	}
+	require.ErrorIs(t, l2.Err(), zklock.ErrLockLost, "the lease's cause says it was lost")
+	_, err = l2.Hold().Token()
+	require.ErrorIs(t, err, zklock.ErrLockLost, "a lost lease's Hold.Token says so")
 	require.ErrorIs(t, l2.Release(), zklock.ErrLockLost)
-	require.NoError(t, l2.Release())
+	require.ErrorIs(t, l2.Release(), zklock.ErrNotHeld)
 }
 
 // A context with a cause must not make Semaphore or SemaphoreMutex panic:

@@ -25,8 +25,10 @@ const (
 	// or, after a StateLost, with a new one.
 	StateReconnected
 	// StateLost means the session is gone: the server reported it expired,
-	// the connection stayed suspended for longer than the session timeout, or
-	// the connection came back with a new session.
+	// the connection stayed suspended for longer than the Client trusts a
+	// suspended session (a third of the session timeout less a tenth, as
+	// [SessionPolicy] explains), or the connection came back with a new
+	// session.
 	StateLost
 	// StateClosed is the final state, after Close.
 	StateClosed
@@ -59,11 +61,14 @@ func (c *Client) State() ConnectionState {
 	return c.state
 }
 
-// Listen calls fn with every connection state change, in order, on a
-// goroutine of its own, so a slow fn delays no one else. The final call is
-// with StateClosed. stop ends the calls; it does not wait for a call in
-// progress, so it may be called from fn. Close waits for fn to return, so
-// fn must not call Close.
+// Listen calls fn with the current connection state, then with every
+// change, in order, on a goroutine of its own, so a slow fn delays no one
+// else. A listener added after Connect thus first sees StateConnected (or
+// whatever the state is by then), and one added before the first session
+// of a NewClient sees StateSuspended. The final call is with StateClosed.
+// On a Client that is already closed, fn is never called. stop ends the
+// calls; it does not wait for a call in progress, so it may be called from
+// fn. Close waits for fn to return, so fn must not call Close.
 func (c *Client) Listen(fn func(ConnectionState)) (stop func()) {
 	if fn == nil || c.zero() {
 		return func() {}
@@ -73,6 +78,7 @@ func (c *Client) Listen(fn func(ConnectionState)) (stop func()) {
 	closed := c.state == StateClosed
 	if !closed {
 		c.listeners[l] = struct{}{}
+		l.push(c.state) // under c.mu: before any later change
 	}
 	c.mu.Unlock()
 	if closed || !c.goFunc(l.run) {
@@ -87,6 +93,49 @@ func (c *Client) Listen(fn func(ConnectionState)) (stop func()) {
 			close(l.stop)
 		})
 	}
+}
+
+// Ping reports whether the Client can serve recipes now. It returns nil
+// when the Client is connected with a session and a round trip to its
+// server (a sync, which the server passes on to the ensemble's leader)
+// succeeds before ctx is done. Otherwise it returns at once, or when ctx
+// is done, with an error that says why: ErrClosed after Close;
+// ErrNotConnected before the first session, while the connection is
+// suspended, or once the session is lost; ctx.Err() when the round trip
+// took too long; or the server's error. Ping does not wait for a
+// reconnection, and leaves nothing behind: a round trip still in flight
+// when ctx ends is abandoned.
+func (c *Client) Ping(ctx context.Context) error {
+	if ctx == nil {
+		return errorf(ErrInvalidArgument, "ping: nil context")
+	}
+	if err := c.usable(); err != nil {
+		return wrapf(err, "ping")
+	}
+	if err := c.notConnected(); err != nil {
+		return err
+	}
+	if _, err := await(c, ctx, func() (string, error) { return c.zc.Sync("/") }, nil); err != nil {
+		return wrapf(closedErr(err), "ping")
+	}
+	return c.notConnected() // the state may have changed meanwhile
+}
+
+// notConnected returns why the Client has no usable session, or nil.
+func (c *Client) notConnected() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.state == StateClosed:
+		return wrapf(ErrClosed, "ping")
+	case c.state == StateLost:
+		return errorf(ErrNotConnected, "ping: session 0x%x lost", c.session)
+	case c.state == StateSuspended && c.beforeFirstSessionLocked():
+		return errorf(ErrNotConnected, "ping: no session yet")
+	case c.state == StateSuspended:
+		return errorf(ErrNotConnected, "ping: connection suspended for %v", time.Since(c.suspended).Round(time.Millisecond))
+	}
+	return nil
 }
 
 // errSessionChanged means that the session some nodes belonged to is gone.
@@ -430,15 +479,22 @@ func (l *listener) run() {
 	}
 }
 
-// zkLogger routes go-zookeeper's log lines to the Client's logger, and
+// zkLogger routes go-zookeeper's log lines to the Client's logger. It
 // learns the negotiated session timeout from the line go-zookeeper writes
-// when a session is established (it has no accessor for it).
+// when a session is established (it has no accessor for it), and failed
+// dials from the line it writes for each, for Connect's dialWatch.
 type zkLogger struct{ c *Client }
 
 func (l zkLogger) Printf(format string, args ...any) {
 	if format == "authenticated: id=%d, timeout=%d" && len(args) == 2 {
 		if ms, ok := args[1].(int32); ok && ms > 0 {
 			l.c.setNegotiated(time.Duration(ms) * time.Millisecond)
+		}
+	}
+	if format == "failed to connect to %s: %v" && len(args) == 2 && l.c.dials != nil {
+		addr, _ := args[0].(string)
+		if err, ok := args[1].(error); ok {
+			l.c.dials.failed(addr, err)
 		}
 	}
 	l.c.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))

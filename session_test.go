@@ -2,6 +2,7 @@ package zklock_test
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -97,12 +98,91 @@ func TestIntegration_MutexListenAndClose(t *testing.T) {
 	_, err = m.Acquire(context.Background())
 	require.ErrorIs(t, err, zklock.ErrClosed)
 	assert.Equal(t, zklock.StateClosed, c.State())
-	select {
-	case s := <-states:
-		assert.Equal(t, zklock.StateClosed, s)
-	case <-time.After(5 * time.Second):
-		t.Fatal("listener not told of Close")
-	}
+	assert.Equal(t, zklock.StateConnected, await(t, states, 5*time.Second), "the current state comes first")
+	assert.Equal(t, zklock.StateClosed, await(t, states, 5*time.Second), "then Close")
 	assert.Equal(t, []string{holder.LockPath(h)}, waitParticipants(t, holder, 1))
 	require.NoError(t, holder.Release(h))
+}
+
+// A listener added after connecting hears the current state first, then
+// every change in order, Closed last.
+func TestIntegration_ListenStartsWithCurrentState(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	faults := zktest.NewFaultsT(t, e.servers)
+	c := e.client(zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
+	states := make(chan zklock.ConnectionState, 100)
+	stop := c.Listen(func(s zklock.ConnectionState) { states <- s })
+	defer stop()
+	assert.Equal(t, zklock.StateConnected, await(t, states, 5*time.Second))
+
+	faults.Cut()
+	assert.Equal(t, zklock.StateSuspended, await(t, states, 10*time.Second))
+	waitStates(t, states, 10*time.Second, zklock.StateReconnected)
+	require.NoError(t, c.Close())
+	waitStates(t, states, 5*time.Second, zklock.StateClosed)
+
+	// A listener on a closed Client is never called.
+	late := make(chan zklock.ConnectionState, 1)
+	c.Listen(func(s zklock.ConnectionState) { late <- s })()
+	select {
+	case s := <-late:
+		t.Fatalf("a listener on a closed Client was called with %v", s)
+	default:
+	}
+}
+
+// Ping is a health check in one call: nil while connected with a round
+// trip, and otherwise an error saying why.
+func TestIntegration_Ping(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	faults := zktest.NewFaultsT(t, e.servers)
+	c := e.client(zklock.WithSessionTimeout(1500*time.Millisecond), zklock.WithErrorPolicy(zklock.SessionPolicy),
+		zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
+	ping := func(d time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		return c.Ping(ctx)
+	}
+	require.NoError(t, ping(5*time.Second))
+
+	faults.Pause()
+	err := ping(100 * time.Millisecond)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "no round trip while the server is silent")
+	assert.Equal(t, "zklock: ping: context deadline exceeded", err.Error())
+	waitState(t, c, 10*time.Second, zklock.StateSuspended, zklock.StateLost)
+	err = ping(5 * time.Second)
+	require.ErrorIs(t, err, zklock.ErrNotConnected)
+	assert.Regexp(t, `^zklock: ping: (connection suspended for .*|session 0x[0-9a-f]+ lost)$`, err.Error())
+	waitState(t, c, 10*time.Second, zklock.StateLost)
+	require.ErrorIs(t, ping(5*time.Second), zklock.ErrNotConnected)
+	assert.ErrorContains(t, ping(5*time.Second), "lost")
+
+	faults.Resume()
+	waitState(t, c, 20*time.Second, zklock.StateReconnected)
+	require.NoError(t, ping(5*time.Second))
+	require.NoError(t, c.Close())
+	err = ping(5 * time.Second)
+	require.ErrorIs(t, err, zklock.ErrClosed)
+	assert.Equal(t, "zklock: ping: client closed", err.Error())
+	require.ErrorIs(t, (*zklock.Client)(nil).Ping(context.Background()), zklock.ErrInvalidArgument)
+	require.ErrorIs(t, c.Ping(nil), zklock.ErrInvalidArgument) //nolint:staticcheck // nil ctx on purpose
+}
+
+// A wrapped connection that has no session yet: Ping says so.
+func TestPingBeforeFirstSession(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	conn, events, err := zk.Connect([]string{addr}, time.Second, zk.WithLogger(quietLogger{}))
+	require.NoError(t, err)
+	defer conn.Close()
+	c := zklock.NewClient(conn, events)
+	defer c.Close()
+	err = c.Ping(context.Background())
+	require.ErrorIs(t, err, zklock.ErrNotConnected)
+	assert.Equal(t, "zklock: ping: no session yet", err.Error())
 }

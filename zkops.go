@@ -164,7 +164,7 @@ func (c *Client) createProtected(ctx context.Context, p string, data []byte, fla
 func (c *Client) aclFor(p string) ([]zk.ACL, error) {
 	acl := c.opts.acl(p)
 	if len(acl) == 0 {
-		return nil, fmt.Errorf("zklock: ACL provider returned no ACL for %s: %w", p, ErrInvalidArgument)
+		return nil, errorf(ErrInvalidArgument, "ACL provider returned no ACL for %s", p)
 	}
 	return acl, nil
 }
@@ -230,7 +230,7 @@ func (pc *protectedCreate) run(ctx context.Context) (created string, err error) 
 				return "", err // the abandoned create cleans up after itself
 			}
 			if errors.Is(err, zk.ErrInvalidACL) {
-				return "", fmt.Errorf("create %s: ACL %v: %w: %w", name, pc.acl, ErrInvalidArgument, err)
+				return "", errorf(ErrInvalidArgument, "create %s: ACL %v: %w", name, pc.acl, err)
 			}
 			return "", fmt.Errorf("create %s: %w", name, closedErr(err))
 		}
@@ -430,23 +430,32 @@ func (c *Client) deleteOnce(p string) (bool, error) {
 }
 
 // untilDone runs op until it reports done, fails with an error that is not
-// connection-level, or the Client closes. Between attempts it waits for the
-// connection state to change, or a back-off of at most a second.
+// connection-level, or the node it works on is gone with its session: the
+// session was replaced, or its connection closed. Between attempts it
+// waits for the connection state to change, or a back-off of at most a
+// second.
+//
+// Closing the Client stops it between attempts when the Client owns the
+// connection: Close ends the session, and the nodes with it. A wrapped
+// connection outlives the Client, and so would the nodes: there it goes on
+// after Close until the pending work is done or the session can no longer
+// be alive (see Client.closeBound), and Close waits for it.
 func (c *Client) untilDone(op func() (bool, error)) {
+	sid := c.zc.SessionID()
 	wait := 50 * time.Millisecond
 	for {
 		changed := c.stateChanged()
 		done, err := op()
-		if done {
-			return
-		}
-		if err != nil && !retryable(err) {
-			c.log.Error("zklock: background clean-up gave up", "err", err)
+		if c.untilDoneEnds(done, err, sid) {
 			return
 		}
 		t := time.NewTimer(wait)
+		closing := c.closing
+		if !c.ownsConn {
+			closing = nil // only the bound checked above ends it
+		}
 		select {
-		case <-c.closing:
+		case <-closing:
 			t.Stop()
 			return
 		case <-changed:
@@ -455,6 +464,28 @@ func (c *Client) untilDone(op func() (bool, error)) {
 		t.Stop()
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// untilDoneEnds reports whether untilDone, started in session sid, stops
+// after an attempt that returned done and err.
+func (c *Client) untilDoneEnds(done bool, err error, sid int64) bool {
+	switch {
+	case done:
+		return true
+	case errors.Is(err, zk.ErrClosing):
+		c.log.Debug("zklock: connection closed; the session and its nodes end with it")
+		return true
+	case err != nil && !retryable(err):
+		c.log.Error("zklock: background clean-up gave up", "err", err)
+		return true
+	case sid != 0 && c.zc.SessionID() != sid:
+		c.log.Debug("zklock: session replaced; its nodes are gone with it")
+		return true
+	case c.pastCloseBound():
+		c.log.Warn("zklock: closed; the connection stayed down until the session must have expired", "err", err)
+		return true
+	}
+	return false
 }
 
 // newUUID returns a random (version 4) UUID in its 36-character form, as

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,6 +26,8 @@ type execFlags struct {
 	signal      string
 	killAfter   time.Duration
 	policy      string
+	revocable   bool
+	owner       string
 
 	sig syscall.Signal // parsed -signal
 }
@@ -47,23 +50,35 @@ the hold is lost while CMD runs (session expired, connection suspended,
 node deleted), CMD gets -signal, then SIGKILL after -kill-after, and exec
 exits with code 3.
 
+With -revocable, the holder honours 'zklock revoke' (and Curator's
+Revoker): when asked to release, exec sends CMD -signal (then SIGKILL
+after -kill-after), and releases the lock when CMD exits; the exit code is
+CMD's. A request that comes while exec still waits is honoured when the
+lock is granted: exec releases it at once without running CMD, and exits
+with code 3. Semaphore leases cannot be revoked: -revocable excludes -n.
+
+-owner sets the lock node's data, which 'zklock inspect' shows as the
+owner (default: the host's address).
+
 -policy standard (the default) tells CMD at the first disconnect, so that
 CMD never runs while exec cannot know that it holds the lock, but any blip
 (a server restart) ends CMD. -policy session rides out disconnects that
-reconnect within about a quarter of -session-timeout, at the price of CMD
+reconnect within a third of -session-timeout less a tenth (7s of 30s), at the price of CMD
 running on, meanwhile, unsure of its hold (safe if the ensemble's syncLimit
 times tickTime is well under the session timeout; use ZKLOCK_TOKEN to fence).
 `
 
 func newExecFlags() *execFlags {
 	f := &execFlags{common: newCommon("exec", execUsage)}
-	f.fs.IntVar(&f.leases, "n", 0, "take one lease of a Semaphore of `LEASES` leases instead of a Mutex")
+	f.fs.IntVar(&f.leases, "n", 0, "take one lease of a Semaphore of `LEASES` leases (at least 1) instead of a Mutex")
 	f.fs.BoolVar(&f.read, "read", false, "take the read side of a ReadWriteLock")
 	f.fs.BoolVar(&f.write, "write", false, "take the write side of a ReadWriteLock")
 	f.fs.BoolVar(&f.try, "try", false, "try once: exit 75 at once if the lock is busy")
 	f.fs.DurationVar(&f.timeout, "timeout", 0, "give up acquiring after this long, exit 124 (0: wait for ever)")
 	f.fs.StringVar(&f.signal, "signal", "SIGTERM", "signal sent to the command when the hold is lost")
 	f.fs.DurationVar(&f.killAfter, "kill-after", 10*time.Second, "then SIGKILL after this long")
+	f.fs.BoolVar(&f.revocable, "revocable", false, "honour revocation requests: send -signal to the command, release when it exits")
+	f.fs.StringVar(&f.owner, "owner", "", "the lock node's data, shown as its owner by inspect (default the host's address)")
 	f.fs.StringVar(&f.policy, "policy", "standard", "when the hold ends: `standard|session`: at the first disconnect, or when the session is lost")
 	return f
 }
@@ -110,10 +125,12 @@ func (f *execFlags) check(argv []string) error {
 		return fmt.Errorf("%w: no command: want PATH -- CMD [ARGS...]", errUsage)
 	case f.read && f.write:
 		return fmt.Errorf("%w: -read and -write exclude each other", errUsage)
+	case f.isSet("n") && f.leases <= 0:
+		return fmt.Errorf("%w: -n %d: want a positive number of leases", errUsage, f.leases)
 	case f.leases != 0 && (f.read || f.write):
 		return fmt.Errorf("%w: -n and -read/-write exclude each other", errUsage)
-	case f.leases < 0:
-		return fmt.Errorf("%w: -n %d: want a positive number of leases", errUsage, f.leases)
+	case f.leases != 0 && f.revocable:
+		return fmt.Errorf("%w: -revocable and -n exclude each other: semaphore leases cannot be revoked", errUsage)
 	case f.timeout < 0 || (f.try && f.timeout > 0):
 		return fmt.Errorf("%w: -timeout %v: want a positive duration, without -try", errUsage, f.timeout)
 	case f.killAfter <= 0:
@@ -124,6 +141,9 @@ func (f *execFlags) check(argv []string) error {
 		return err
 	}
 	f.extra = append(f.extra, zklock.WithErrorPolicy(policy))
+	if f.isSet("owner") {
+		f.extra = append(f.extra, zklock.WithNodeData([]byte(f.owner)))
+	}
 	sig, err := parseSignal(f.signal)
 	f.sig = sig
 	return err
@@ -162,6 +182,7 @@ type holding struct {
 	node    string          // path of the node held, relative to the namespace
 	token   int64           // fencing token
 	lost    <-chan struct{} // closed when the hold ends
+	revoked <-chan struct{} // closed when revocation is requested; nil if not revocable
 	release func() error    // releases; returns the loss if the hold was lost
 }
 
@@ -170,22 +191,11 @@ func (f *execFlags) acquire(ctx context.Context, c *zklock.Client, p string) (*h
 	if f.leases > 0 {
 		return f.acquireLease(ctx, c, p)
 	}
-	var m *zklock.Mutex
-	if f.read || f.write {
-		rw, err := zklock.NewReadWriteLock(c, p)
-		if err != nil {
-			return nil, err
-		}
-		m = rw.WriteLock()
-		if f.read {
-			m = rw.ReadLock()
-		}
-	} else {
-		var err error
-		if m, err = zklock.NewMutex(c, p); err != nil {
-			return nil, err
-		}
+	m, err := f.mutex(c, p)
+	if err != nil {
+		return nil, err
 	}
+	revoked := f.makeRevocable(m)
 	take := m.Acquire
 	if f.try {
 		take = m.TryAcquire
@@ -194,11 +204,40 @@ func (f *execFlags) acquire(ctx context.Context, c *zklock.Client, p string) (*h
 	if err != nil {
 		return nil, err
 	}
-	h := &holding{node: m.LockPath(hctx), lost: hctx.Done(), release: func() error { return m.Release(hctx) }}
+	h := &holding{node: m.LockPath(hctx), lost: hctx.Done(), revoked: revoked,
+		release: func() error { return m.Release(hctx) }}
 	if h.token, err = m.Token(hctx); err != nil {
 		return nil, errors.Join(err, h.release())
 	}
 	return h, nil
+}
+
+// mutex makes the Mutex the flags name: a Mutex, or a side of a
+// ReadWriteLock.
+func (f *execFlags) mutex(c *zklock.Client, p string) (*zklock.Mutex, error) {
+	if !f.read && !f.write {
+		return zklock.NewMutex(c, p)
+	}
+	rw, err := zklock.NewReadWriteLock(c, p)
+	if err != nil {
+		return nil, err
+	}
+	if f.read {
+		return rw.ReadLock(), nil
+	}
+	return rw.WriteLock(), nil
+}
+
+// makeRevocable makes m revocable if the flags say so, and returns a
+// channel closed at the first revocation request; nil if not revocable.
+func (f *execFlags) makeRevocable(m *zklock.Mutex) <-chan struct{} {
+	if !f.revocable {
+		return nil
+	}
+	revoked := make(chan struct{})
+	var once sync.Once
+	m.MakeRevocable(func(*zklock.Mutex) { once.Do(func() { close(revoked) }) })
+	return revoked
 }
 
 // acquireLease takes one lease of a Semaphore of f.leases leases.

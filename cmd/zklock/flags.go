@@ -10,12 +10,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/zklock/zklock"
+)
+
+// Defaults of the common flags. The session timeout is the library's
+// default (zklock.WithSessionTimeout).
+const (
+	defaultSessionTimeout = 30 * time.Second
+	defaultConnectTimeout = 10 * time.Second
 )
 
 // errUsage marks an error in the command line: exit code 2.
 var errUsage = errors.New("usage")
+
+// errNoNode marks an error reporting that a path or node given on the
+// command line does not exist: exit code 4. It is wrapped by the tool's
+// own messages (see noNode); zk.ErrNoNode met along the way is not.
+var errNoNode = errors.New("no such node")
 
 // common are the flags every command takes.
 type common struct {
@@ -25,6 +36,7 @@ type common struct {
 	namespace      string
 	auth           string
 	sessionTimeout time.Duration
+	connectTimeout time.Duration
 
 	extra []zklock.Option // the command's own Client options, set while checking its flags
 }
@@ -37,7 +49,8 @@ func newCommon(name, usage string) *common {
 	c.fs.StringVar(&c.servers, "servers", os.Getenv("ZK_SERVERS"), "ZooKeeper servers, `host:port,...` (default $ZK_SERVERS)")
 	c.fs.StringVar(&c.namespace, "namespace", "", "namespace: every path lives under /`ns`")
 	c.fs.StringVar(&c.auth, "auth", "", "digest authentication, `user:password`")
-	c.fs.DurationVar(&c.sessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout")
+	c.fs.DurationVar(&c.sessionTimeout, "session-timeout", defaultSessionTimeout, "ZooKeeper session timeout (the library's default)")
+	c.fs.DurationVar(&c.connectTimeout, "connect-timeout", defaultConnectTimeout, "give up if no ZooKeeper session is made within this long")
 	return c
 }
 
@@ -78,12 +91,40 @@ func (c *common) parse(args []string, n int) (pos, rest []string, err error) {
 	return pos, rest, nil
 }
 
+// isSet reports whether the flag name was given on the command line.
+func (c *common) isSet(name string) bool {
+	set := false
+	c.fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
+}
+
+// pathAndClient parses a command line of one lock path and no command,
+// checks the path, and connects.
+func (c *common) pathAndClient(args []string) (string, *zklock.Client, error) {
+	pos, rest, err := c.parse(args, 1)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(rest) > 0 {
+		return "", nil, fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
+	}
+	if err := checkPath(pos[0]); err != nil {
+		return "", nil, err
+	}
+	client, err := c.connect()
+	return pos[0], client, err
+}
+
 // connect connects a Client as the common flags say.
 func (c *common) connect() (*zklock.Client, error) {
 	if c.servers == "" {
 		return nil, fmt.Errorf("%w: no ZooKeeper servers: set -servers or ZK_SERVERS", errUsage)
 	}
-	opts := []zklock.Option{zklock.WithSessionTimeout(c.sessionTimeout), zklock.WithNamespace(c.namespace)}
+	opts := []zklock.Option{
+		zklock.WithSessionTimeout(c.sessionTimeout),
+		zklock.WithConnectTimeout(c.connectTimeout),
+		zklock.WithNamespace(c.namespace),
+	}
 	opts = append(opts, c.extra...)
 	if c.auth != "" {
 		if !strings.Contains(c.auth, ":") {
@@ -97,7 +138,7 @@ func (c *common) connect() (*zklock.Client, error) {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", c.servers, err)
+		return nil, connectError(c.servers, c.connectTimeout, err)
 	}
 	return client, nil
 }
@@ -121,7 +162,7 @@ func checkPath(p string) error {
 
 // exitFor reports err on stderr, prefixed with the command's name, and
 // returns its exit code: 0 for -h (usage on stdout), 2 for usage errors
-// (with a hint), 1 otherwise.
+// (with a hint), 4 for a missing path or node, 1 otherwise.
 func (c *common) exitFor(err error, stdout, stderr io.Writer) int {
 	switch {
 	case err == nil:
@@ -135,14 +176,8 @@ func (c *common) exitFor(err error, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	fmt.Fprintf(stderr, "zklock %s: %v\n", c.name, err)
-	return exitError
-}
-
-// opError reports that op on p failed with err, with a hint when the
-// node's ACL refused the session.
-func opError(op, p string, err error) error {
-	if errors.Is(err, zk.ErrNoAuth) {
-		return fmt.Errorf("%s %s: %w (the node's ACL refuses this session: check -auth)", op, p, err)
+	if errors.Is(err, errNoNode) {
+		return exitNoNode
 	}
-	return fmt.Errorf("%s %s: %w", op, p, err)
+	return exitError
 }

@@ -57,6 +57,8 @@ func TestExecFlagErrors(t *testing.T) {
 		{"/a", "--"},
 		{"-read", "-write", "/a", "--", "true"},
 		{"-n", "-1", "/a", "--", "true"},
+		{"-n", "0", "/a", "--", "true"},
+		{"-revocable", "-n", "2", "/a", "--", "true"},
 		{"-n", "2", "-write", "/a", "--", "true"},
 		{"-try", "-timeout", "1s", "/a", "--", "true"},
 		{"-timeout", "-1s", "/a", "--", "true"},

@@ -51,32 +51,37 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 }
 
 func (f *inspectFlags) inspect(args []string, stdout io.Writer) error {
-	pos, rest, err := f.parse(args, 1)
-	if err != nil {
-		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
-	}
-	if err := checkPath(pos[0]); err != nil {
-		return err
-	}
-	client, err := f.connect()
+	p, client, err := f.pathAndClient(args)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	in := &inspector{c: client, common: f.common, path: pos[0]}
+	in := &inspector{c: client, common: f.common, path: p}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if !f.watch {
-		v, _, err := in.read(ctx, false)
-		if err != nil {
-			return err
-		}
-		return f.print(stdout, v)
+		return f.once(ctx, in, stdout)
 	}
 	return f.follow(ctx, in, stdout)
+}
+
+// once prints the queue. If the lock path does not exist, it says so on
+// stderr (after the JSON, with -json), with a hint if a namespace is the
+// likely reason, and the exit code is 4.
+func (f *inspectFlags) once(ctx context.Context, in *inspector, stdout io.Writer) error {
+	v, _, err := in.read(ctx, false)
+	if err != nil {
+		return err
+	}
+	if v.Exists || f.json {
+		if err := f.print(stdout, v); err != nil {
+			return err
+		}
+	}
+	if !v.Exists {
+		return in.missing()
+	}
+	return nil
 }
 
 // follow prints the queue, then again after every change, until ctx ends.
@@ -198,10 +203,11 @@ func anyOf(ctx context.Context, chans []<-chan zk.Event) <-chan struct{} {
 func printTable(w io.Writer, v *queueView) error {
 	switch {
 	case !v.Exists:
-		fmt.Fprintf(w, "%s: no such node: the lock is free (or never used)\n", v.Path)
+		fmt.Fprintf(w, "%s: no such node\n", v.Path)
 		return nil
 	case len(v.Nodes) == 0:
 		fmt.Fprintf(w, "%s: free: no participants\n", v.Path)
+		printOthers(w, v)
 		return nil
 	}
 	fmt.Fprintf(w, "%s: %s, %s, %s\n", v.Path, v.Recipe, plural(v.Holders, "holder"), plural(v.Waiters, "waiter"))
@@ -211,7 +217,17 @@ func printTable(w io.Writer, v *queueView) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", n.Position, n.Kind, n.Role, n.Session,
 			clip(n.Owner, 32), age(time.Duration(n.AgeMS)*time.Millisecond), n.Token, relName(v.Path, n))
 	}
-	return tw.Flush()
+	err := tw.Flush()
+	printOthers(w, v)
+	return err
+}
+
+// printOthers lists the children of the lock path that are not lock
+// nodes, if any.
+func printOthers(w io.Writer, v *queueView) {
+	if len(v.Others) > 0 {
+		fmt.Fprintf(w, "not lock nodes, not counted: %s\n", strings.Join(v.Others, ", "))
+	}
 }
 
 // relName is a node's path below the lock path.

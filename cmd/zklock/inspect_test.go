@@ -184,8 +184,10 @@ func TestInspectSemaphore(t *testing.T) {
 	assert.Equal(t, leases[0].Token(), v.Nodes[0].Token)
 	assert.Equal(t, leases[1].Path(), v.Nodes[1].Path)
 	assert.Equal(t, "locks", v.Nodes[3].Queue)
+	assert.Equal(t, 2, v.Holders)
+	assert.Equal(t, 1, v.Waiters, "one acquirer waits: its lease node being granted is not another waiter")
 	r := e.run("inspect", e.path)
-	assert.Contains(t, r.stdout, "semaphore, 2 holders, 2 waiters")
+	assert.Contains(t, r.stdout, "semaphore, 2 holders, 1 waiter\n")
 	assert.Regexp(t, `leases/_c_`, r.stdout)
 
 	w.stop(t)
@@ -235,8 +237,13 @@ func TestInspectWatchJSON(t *testing.T) {
 func TestInspectBadInput(t *testing.T) {
 	e := setup(t)
 	r := e.run("inspect", e.path)
-	assert.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, e.path+": no such node")
+	assert.Equal(t, 4, r.code, r.stderr)
+	assert.Empty(t, r.stdout)
+	assert.Contains(t, r.stderr, "zklock inspect: no node "+e.path)
+	assert.NotContains(t, r.stderr, "free")
+	r = e.run("inspect", "-json", e.path)
+	assert.Equal(t, 4, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"exists": false`)
 	for _, args := range [][]string{
 		{"inspect"},
 		{"inspect", "relative/path"},

@@ -5,13 +5,17 @@
 // Usage:
 //
 //	zklock inspect [flags] PATH          show the queue of the lock at PATH
+//	zklock list    [flags] PREFIX        list the locks under PREFIX
 //	zklock revoke  [flags] PATH NODE     ask the holder of NODE to release
+//	zklock break   [flags] PATH NODE     delete NODE, ending its hold
 //	zklock exec    [flags] PATH -- CMD [ARGS...]
 //	                                     run CMD while holding the lock
+//	zklock version                       print the version (also -version)
 //	zklock help [COMMAND]                print usage
 //
 // Common flags: -servers host:port,... (default $ZK_SERVERS), -namespace,
-// -auth user:password (digest), -session-timeout. Run "zklock help
+// -auth user:password (digest), -session-timeout (default 30s, the
+// library's default), -connect-timeout (default 10s). Run "zklock help
 // COMMAND" for each command's flags.
 //
 // # inspect
@@ -19,15 +23,20 @@
 // inspect lists every participant of the lock at PATH, in queue order,
 // and says which recipe the layout belongs to: "mutex" (nodes
 // ..lock-<seq>), "rwlock" (__READ__ and __WRIT__ nodes), "semaphore"
-// (PATH/leases and PATH/locks), "none" (no participant, or no node at
-// PATH: the lock is free) or "unknown". Holders are decided with the
+// (PATH/leases and PATH/locks), "none" (no participant: the lock is free)
+// or "unknown". If there is no node at PATH, inspect says so and exits 4,
+// with a hint when the likely reason is a namespace: a Client made with
+// zklock.WithNamespace keeps its locks under /ns, which -namespace names. Holders are decided with the
 // library's own predicates: the first node of a mutex; the first writer,
 // or the readers ahead of the first writer, of a read/write lock. A
 // semaphore does not store its number of leases, so every lease node is
 // shown as a holder, except a lease still being granted: one created by
 // the acquirer that holds the semaphore's internal lock (PATH/locks), which
-// shows as a waiter; acquirers queued on PATH/locks wait too.
-//
+// shows as a waiter; acquirers queued on PATH/locks wait too. The count of
+// waiters of a semaphore is the count of its acquirers (PATH/locks): a
+// lease node still being granted belongs to the first of them. Children of
+// PATH that are not lock nodes (such as the container of another lock
+// below PATH) are not participants: they are listed apart ("others").//
 // With -json, inspect prints one JSON object (one per line with -watch):
 //
 //	{
@@ -35,6 +44,7 @@
 //	  "recipe": "mutex",          // mutex | rwlock | semaphore | none | unknown
 //	  "exists": true,             // whether PATH exists
 //	  "holders": 1, "waiters": 2,
+//	  "others": ["sub"],          // children that are not lock nodes; omitted if none
 //	  "nodes": [{
 //	    "position": 0,            // place in the queue, from 0, per queue
 //	    "queue": "lock",          // lock | leases | locks (the semaphore's internal lock)
@@ -59,7 +69,28 @@
 // unique suffix of one such as its sequence number, or a full path), as
 // Curator's Revoker.attemptRevoke does. Holders that made their lock
 // revocable (zklock's Mutex.MakeRevocable, Curator's makeRevocable) are
-// asked to release; revocation is cooperative.
+// asked to release; revocation is cooperative, and whether a holder is
+// revocable cannot be seen in ZooKeeper: revoke says that it asked, and
+// with -wait D waits up to D for the node to go (exit 1 if it stays).
+//
+// # break
+//
+// break deletes NODE (named as for revoke: a lock node, or a semaphore's
+// lease or acquirer node, as leases/NAME, locks/NAME or its full path),
+// which ends its holder's hold, as an expiry of its session would; the
+// holder notices (its hold context is cancelled with zklock.ErrLockLost),
+// and the next in the queue gets the lock. It asks for confirmation (y/N)
+// on a terminal; with -force it does not ask, and without -force it
+// refuses if stdin is not a terminal (exit 2). It prints what it deleted:
+// the node, its session and its owner.
+//
+// # list
+//
+// list walks the tree under PREFIX and prints one line per lock found
+// (mutex, rwlock or semaphore, recognised as by inspect): its path,
+// recipe, holders and waiters; with -json, one JSON array of objects with
+// the fields "path", "recipe", "holders" and "waiters". A lock without
+// participants (a free lock's empty container) is not listed.
 //
 // # exec
 //
@@ -67,7 +98,10 @@
 // ReadWriteLock; with -n LEASES a lease of a Semaphore of LEASES leases),
 // runs CMD with ZKLOCK_PATH, ZKLOCK_NODE (the lock node's path) and
 // ZKLOCK_TOKEN (the hold's fencing token) in its environment, and releases
-// the lock when CMD exits. SIGINT, SIGTERM and SIGHUP are forwarded to CMD
+// the lock when CMD exits. -owner sets the lock node's data (the owner
+// inspect shows). With -revocable, a revocation request ('zklock revoke')
+// sends CMD -signal, then SIGKILL after -kill-after, and the lock is
+// released when CMD exits. SIGINT, SIGTERM and SIGHUP are forwarded to CMD
 // while it runs; while exec waits for the lock, SIGINT and SIGTERM cancel
 // the wait and leave no node behind. If the hold is lost while CMD runs,
 // CMD gets -signal (default SIGTERM), then SIGKILL after -kill-after
@@ -90,9 +124,11 @@
 // # Exit codes
 //
 //	0        success; for exec, CMD's own exit code is returned
-//	1        error (ZooKeeper, connection, missing path or node, release failed)
+//	1        error (ZooKeeper, connection, release failed, break not
+//	         confirmed, revoke -wait saw no release)
 //	2        usage error
-//	3        exec: the hold was lost while CMD ran
+//	3        exec: the hold was lost while CMD ran, or revoked before CMD ran
+//	4        inspect, list, revoke, break: PATH (or NODE) does not exist
 //	75       exec -try: the lock is busy
 //	124      exec -timeout: the lock was not acquired in time
 //	126, 127 exec: CMD could not be run, or was not found
@@ -112,6 +148,7 @@ const (
 	exitError    = 1
 	exitUsage    = 2
 	exitLost     = 3
+	exitNoNode   = 4
 	exitBusy     = 75
 	exitTimeout  = 124
 	exitCannot   = 126
@@ -122,9 +159,12 @@ const (
 // exitCodesText is the exit codes' part of the usage text.
 const exitCodesText = `Exit codes:
   0        success; for exec, the command's own exit code is returned
-  1        error (ZooKeeper, connection, missing path or node, release failed)
+  1        error (ZooKeeper, connection, release failed, break not
+           confirmed, revoke -wait saw no release)
   2        usage error
-  3        exec: the hold was lost while the command ran
+  3        exec: the hold was lost while the command ran, or revoked
+           before it ran
+  4        inspect, list, revoke, break: the path (or node) does not exist
   75       exec -try: the lock is busy
   124      exec -timeout: the lock was not acquired in time
   126, 127 exec: the command could not be run, or was not found
@@ -137,13 +177,17 @@ const mainUsage = `zklock: inspect, revoke and take zklock's and Apache Curator'
 
 Usage:
   zklock inspect [flags] PATH              show the lock's queue: holders, waiters, tokens
+  zklock list    [flags] PREFIX            list the locks under PREFIX, with their holders
   zklock revoke  [flags] PATH NODE         ask the holder of NODE to release (cooperative)
+  zklock break   [flags] PATH NODE         delete NODE, ending its hold (asks first)
   zklock exec    [flags] PATH -- CMD [ARGS...]
                                            run CMD while holding the lock
+  zklock version                           print the version (also -version)
   zklock help [COMMAND]                    print usage (also -h)
 
 Common flags: -servers (default $ZK_SERVERS), -namespace, -auth user:password,
--session-timeout. "zklock help COMMAND" lists each command's flags.
+-session-timeout (default 30s, the library's default), -connect-timeout
+(default 10s). "zklock help COMMAND" lists each command's flags.
 
 `
 
@@ -163,6 +207,9 @@ func commands() map[string]command {
 		"inspect": {runInspect, func(w io.Writer) { newInspectFlags().printUsage(w) }},
 		"revoke":  {runRevoke, func(w io.Writer) { newRevokeFlags().printUsage(w) }},
 		"exec":    {runExec, func(w io.Writer) { newExecFlags().printUsage(w) }},
+		"list":    {runList, func(w io.Writer) { newListFlags().printUsage(w) }},
+		"break":   {runBreak, func(w io.Writer) { newBreakFlags().printUsage(w) }},
+		"version": {runVersion, func(w io.Writer) { fmt.Fprint(w, versionUsage) }},
 	}
 }
 
@@ -177,6 +224,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch name := args[0]; name {
 	case "help", "-h", "-help", "--help":
 		return runHelp(args[1:], stdout, stderr)
+	case "-version", "--version":
+		return runVersion(args[1:], stdout, stderr)
 	default:
 		c, ok := cmds[name]
 		if !ok {

@@ -41,6 +41,7 @@ type queueView struct {
 	Exists  bool       `json:"exists"`
 	Holders int        `json:"holders"`
 	Waiters int        `json:"waiters"`
+	Others  []string   `json:"others,omitempty"` // children that are not lock nodes
 	Nodes   []nodeView `json:"nodes"`
 }
 
@@ -109,16 +110,42 @@ func (in *inspector) view(ctx context.Context, children []string, exists bool) (
 	if err != nil {
 		return nil, err
 	}
+	v.count()
+	return v, nil
+}
+
+// count counts v's holders and waiters. A semaphore's waiters are its
+// acquirers, queued on its internal lock: a lease node still being granted
+// belongs to the first of them, and is not counted again.
+func (v *queueView) count() {
 	for _, n := range v.Nodes {
-		switch n.Role {
-		case roleHolder:
+		switch {
+		case n.Role == roleHolder:
 			v.Holders++
-		case roleWaiter:
+		case n.Role == roleWaiter && (v.Recipe != recipeSemaphore || n.Queue == "locks"):
 			v.Waiters++
 		}
 	}
-	return v, nil
 }
+
+// lockNodes splits names into the lock nodes of a recipe, whose names
+// contain one of marks and end with a sequence number, and the others
+// (such as the container of another lock below this one).
+func lockNodes(names []string, marks ...string) (nodes, others []string) {
+	for _, name := range names {
+		isLock := len(name) > seqLen && strings.Trim(name[len(name)-seqLen:], "0123456789") == "" &&
+			slices.ContainsFunc(marks, func(m string) bool { return strings.Contains(name, m) })
+		if isLock {
+			nodes = append(nodes, name)
+		} else {
+			others = append(others, name)
+		}
+	}
+	return nodes, others
+}
+
+// seqLen is the length of a sequential node's sequence number.
+const seqLen = 10
 
 // mutex fills v with a Mutex's queue: its first node holds.
 func (in *inspector) mutex(ctx context.Context, v *queueView) error {
@@ -126,17 +153,15 @@ func (in *inspector) mutex(ctx context.Context, v *queueView) error {
 	if err != nil {
 		return err
 	}
-	names, err := participants(ctx, m)
+	all, err := participants(ctx, m)
 	if err != nil {
 		return err
 	}
+	names, others := lockNodes(all, "lock-")
+	v.Others = append(v.Others, others...)
 	for _, name := range names {
 		res, _ := zklock.StandardDriver{}.GetsTheLock(names, name, 1)
-		kind := "lock"
-		if !strings.Contains(name, "lock-") {
-			kind = "unknown"
-		}
-		if err := in.add(v, "lock", kind, name, roleOf(res.Acquired)); err != nil {
+		if err := in.add(v, "lock", "lock", name, roleOf(res.Acquired)); err != nil {
 			return err
 		}
 	}
@@ -161,19 +186,19 @@ func (in *inspector) rwlock(ctx context.Context, v *queueView) error {
 	if err != nil {
 		return err
 	}
-	names, err := participants(ctx, m)
+	all, err := participants(ctx, m)
 	if err != nil {
 		return err
 	}
+	names, others := lockNodes(all, layout.ReadLockName, layout.WriteLockName)
+	v.Others = append(v.Others, others...)
 	for _, name := range names {
-		kind, held := "unknown", false
-		switch {
-		case strings.Contains(name, layout.WriteLockName):
+		kind, held := "read", false
+		if strings.Contains(name, layout.WriteLockName) {
 			res, _ := zklock.StandardDriver{}.GetsTheLock(names, name, 1)
 			kind, held = "write", res.Acquired
-		case strings.Contains(name, layout.ReadLockName):
+		} else {
 			held, _, _ = layout.ReaderGetsTheLock(names, name)
-			kind = "read"
 		}
 		if err := in.add(v, "lock", kind, name, roleOf(held)); err != nil {
 			return err
@@ -280,7 +305,8 @@ func roleOf(held bool) string {
 
 // add reads the node name of queue (a child of the lock, or of its
 // leases or locks node) and appends it to v. A node gone meanwhile is
-// left out.
+// left out; a node that is not ephemeral is not a participant (lock nodes
+// are ephemeral): it goes to v.Others.
 func (in *inspector) add(v *queueView, queue, kind, name, role string) error {
 	dir := in.path
 	if queue != "lock" {
@@ -293,6 +319,10 @@ func (in *inspector) add(v *queueView, queue, kind, name, role string) error {
 	}
 	if err != nil {
 		return opError("read", p, err)
+	}
+	if stat.EphemeralOwner == 0 {
+		v.Others = append(v.Others, strings.TrimPrefix(p, in.path+"/"))
+		return nil
 	}
 	created := time.UnixMilli(stat.Ctime).UTC()
 	pos := 0

@@ -25,30 +25,35 @@ Mutex.MakeRevocable, Curator's makeRevocable) are told, and decide.
 NODE is a node name as 'zklock inspect' shows it, a unique suffix of one
 (such as its sequence number), or the node's full path. Semaphore leases
 cannot be revoked: revoke refuses them (exit 1).
+
+Whether a holder is revocable cannot be seen in ZooKeeper, so revoke says
+only that it asked. With -wait D it waits up to D for the node to go, and
+says whether the holder released (exit 0) or not (exit 1: the holder is
+not revocable, or did not decide to release).
 `
 
-func newRevokeFlags() *common { return newCommon("revoke", revokeUsage) }
+// revokeFlags are revoke's command line.
+type revokeFlags struct {
+	*common
+	wait time.Duration
+}
+
+func newRevokeFlags() *revokeFlags {
+	f := &revokeFlags{common: newCommon("revoke", revokeUsage)}
+	f.fs.DurationVar(&f.wait, "wait", 0, "wait this long for the holder to release (0: do not wait)")
+	return f
+}
 
 // runRevoke is the revoke command.
 func runRevoke(args []string, stdout, stderr io.Writer) int {
 	f := newRevokeFlags()
-	return f.exitFor(revoke(f, args, stdout), stdout, stderr)
+	return f.exitFor(f.revoke(args, stdout), stdout, stderr)
 }
 
-func revoke(f *common, args []string, stdout io.Writer) error {
-	pos, rest, err := f.parse(args, 2)
+func (f *revokeFlags) revoke(args []string, stdout io.Writer) error {
+	lock, node, err := f.parseNode(args)
 	if err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
-	}
-	lock, node := pos[0], pos[1]
-	if err := checkPath(lock); err != nil {
-		return err
-	}
-	if node == "" || (strings.HasPrefix(node, "/") && checkPath(node) != nil) {
-		return fmt.Errorf("%w: node %q: want a node name or a full path", errUsage, node)
 	}
 	client, err := f.connect()
 	if err != nil {
@@ -57,15 +62,39 @@ func revoke(f *common, args []string, stdout io.Writer) error {
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	nodePath, err := findNode(client, f, lock, node)
+	nodePath, err := findNode(client, f.common, lock, node)
 	if err != nil {
 		return err
 	}
 	if err := zklock.Revoke(ctx, client, nodePath); err != nil {
-		return err
+		return opError("revoke", nodePath, err)
+	}
+	if f.wait <= 0 {
+		fmt.Fprintf(stdout, "revocation requested: %s (the holder releases only if it is revocable; -wait tells)\n", nodePath)
+		return nil
 	}
 	fmt.Fprintf(stdout, "revocation requested: %s\n", nodePath)
-	return nil
+	return f.awaitRelease(client, nodePath, stdout)
+}
+
+// awaitRelease waits up to -wait for the node at p to be deleted.
+func (f *revokeFlags) awaitRelease(c *zklock.Client, p string, stdout io.Writer) error {
+	timeout := time.After(f.wait)
+	for {
+		exists, _, ch, err := c.Conn().ExistsW(f.full(p))
+		if err != nil {
+			return opError("watch", p, err)
+		}
+		if !exists {
+			fmt.Fprintf(stdout, "released: %s\n", p)
+			return nil
+		}
+		select {
+		case <-ch: // deleted, or written: look again
+		case <-timeout:
+			return fmt.Errorf("%s still held after %v: its holder is not revocable, or did not release", p, f.wait)
+		}
+	}
 }
 
 // findNode resolves node (a name, a unique suffix of a name, or a full
@@ -73,10 +102,9 @@ func revoke(f *common, args []string, stdout io.Writer) error {
 // refused: its leases are not revocable (neither zklock's Semaphore nor
 // Curator's InterProcessSemaphoreV2 listens for revocation).
 func findNode(c *zklock.Client, f *common, lock, node string) (string, error) {
-	conn := c.Conn()
-	children, _, err := conn.Children(f.full(lock))
+	children, _, err := c.Conn().Children(f.full(lock))
 	if errors.Is(err, zk.ErrNoNode) {
-		return "", fmt.Errorf("lock path %s does not exist", lock)
+		return "", noNode("lock path %s does not exist", lock)
 	}
 	if err != nil {
 		return "", opError("list", lock, err)
@@ -84,27 +112,36 @@ func findNode(c *zklock.Client, f *common, lock, node string) (string, error) {
 	if detect(children) == recipeSemaphore {
 		return "", fmt.Errorf("node %s under %s: %s is a semaphore: semaphore leases cannot be revoked", node, lock, lock)
 	}
+	return matchNode(lock, node, children)
+}
+
+// matchNode picks node among rels, the paths of a lock's nodes relative to
+// the lock path. node is one of them, its full path, its last element, or
+// a unique suffix of one (such as a sequence number).
+func matchNode(lock, node string, rels []string) (string, error) {
+	full := strings.HasPrefix(node, "/")
 	name := node
-	if strings.HasPrefix(node, "/") {
-		if path.Dir(node) != lock {
+	if full {
+		dir := strings.TrimSuffix(lock, "/") + "/"
+		if !strings.HasPrefix(node, dir) {
 			return "", fmt.Errorf("node %s is not a child of lock path %s", node, lock)
 		}
-		name = path.Base(node)
+		name = strings.TrimPrefix(node, dir)
 	}
 	var found []string
-	for _, ch := range children {
-		if ch == name {
-			return path.Join(lock, ch), nil
+	for _, rel := range rels {
+		if rel == name || (!full && path.Base(rel) == name) {
+			return path.Join(lock, rel), nil
 		}
-		if strings.HasSuffix(ch, name) {
-			found = append(found, ch)
+		if !full && strings.HasSuffix(rel, name) {
+			found = append(found, rel)
 		}
 	}
 	switch {
-	case len(found) == 1 && !strings.HasPrefix(node, "/"):
+	case len(found) == 1:
 		return path.Join(lock, found[0]), nil
-	case len(found) > 1 && !strings.HasPrefix(node, "/"):
+	case len(found) > 1:
 		return "", fmt.Errorf("node %q under %s is ambiguous: %s", node, lock, strings.Join(found, ", "))
 	}
-	return "", fmt.Errorf("node %s not found under %s (see 'zklock inspect %s')", node, lock, lock)
+	return "", noNode("node %s not found under %s (see 'zklock inspect %s')", node, lock, lock)
 }

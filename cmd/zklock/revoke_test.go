@@ -75,12 +75,12 @@ func TestRevokeByPathAndSequence(t *testing.T) {
 func TestRevokeMissing(t *testing.T) {
 	e := setup(t)
 	r := e.run("revoke", e.path, "lock-0000000000")
-	assert.Equal(t, 1, r.code)
+	assert.Equal(t, 4, r.code)
 	assert.Contains(t, r.stderr, "lock path "+e.path+" does not exist")
 
 	m, h := e.revocable()
 	r = e.run("revoke", e.path, "_c_nosuch-lock-0000000099")
-	assert.Equal(t, 1, r.code)
+	assert.Equal(t, 4, r.code)
 	assert.Contains(t, r.stderr, "node _c_nosuch-lock-0000000099 not found under "+e.path)
 	r = e.run("revoke", e.path, "/elsewhere/node")
 	assert.Equal(t, 1, r.code)

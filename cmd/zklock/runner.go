@@ -79,7 +79,7 @@ func (r *runner) acquire() (*holding, int) {
 		r.errorf("lock %s not acquired within %v", r.path, r.f.timeout)
 		return nil, exitTimeout
 	default:
-		r.errorf("acquire %s: %v", r.path, err)
+		r.errorf("%v", opError("acquire", r.path, err))
 		return nil, exitError
 	}
 }
@@ -92,6 +92,11 @@ func (r *runner) runHeld(h *holding) int {
 		"ZKLOCK_PATH="+r.path,
 		"ZKLOCK_NODE="+h.node,
 		"ZKLOCK_TOKEN="+strconv.FormatInt(h.token, 10))
+	if isClosed(h.revoked) {
+		r.releaseQuietly(h)
+		r.errorf("revocation of lock %s requested while waiting: released it without running the command", r.path)
+		return exitLost
+	}
 	tty := foregroundTerminal(os.Stdin)
 	cmd.SysProcAttr = tty.sysProcAttr()
 	if err := cmd.Start(); err != nil {
@@ -109,26 +114,33 @@ func (r *runner) runHeld(h *holding) int {
 		r.errorf("%v", err)
 	}
 	if lost != nil {
-		r.errorf("lock %s lost while the command ran: %v", r.path, lost)
+		r.errorf("lock %s lost while the command ran: %s", r.path, causeText(lost))
 		return exitLost
 	}
 	code := exitCode(cmd.ProcessState)
 	if err := h.release(); errors.Is(err, zklock.ErrLockLost) {
-		r.errorf("lock %s was lost before the command ended: %v", r.path, err)
+		r.errorf("lock %s was lost before the command ended: %s", r.path, causeText(err))
 		return exitLost
 	} else if err != nil {
-		r.errorf("release %s: %v (the session's end removes the node)", r.path, err)
+		r.errorf("%v (the session's end removes the node)", opError("release", r.path, err))
 	}
 	return code
 }
 
 // supervise forwards signals to the running command's process group until
-// the command exits. If the hold is lost meanwhile, it signals the group,
-// kills it after the grace period, waits for the command, and returns the
-// loss.
+// the command exits. If the hold is lost meanwhile, or its revocation is
+// requested, it sends the group -signal, kills it after the grace period,
+// and waits for the command. It returns the loss, if the hold was lost.
 func (r *runner) supervise(cmd *exec.Cmd, h *holding, waited <-chan error) (lost error) {
-	lostCh := h.lost
+	lostCh, revoked := h.lost, h.revoked
 	var kill <-chan time.Time
+	end := func(why string) {
+		r.errorf("%s: sending %v to the command", why, r.f.sig)
+		_ = signalGroup(cmd.Process, r.f.sig)
+		if kill == nil {
+			kill = time.After(r.f.killAfter)
+		}
+	}
 	for {
 		select {
 		case <-waited:
@@ -136,19 +148,29 @@ func (r *runner) supervise(cmd *exec.Cmd, h *holding, waited <-chan error) (lost
 		case sig := <-r.sigs:
 			_ = signalGroup(cmd.Process, sig)
 		case <-lostCh:
-			lostCh = nil
+			lostCh, revoked = nil, nil
 			if lost = h.release(); lost == nil {
 				lost = errors.New("hold ended")
 			}
-			r.errorf("lock %s lost: sending %v to the command", r.path, r.f.sig)
-			_ = signalGroup(cmd.Process, r.f.sig)
-			t := time.NewTimer(r.f.killAfter)
-			defer t.Stop()
-			kill = t.C
+			end(fmt.Sprintf("lock %s lost", r.path))
+		case <-revoked:
+			revoked = nil
+			end(fmt.Sprintf("revocation of lock %s requested", r.path))
 		case <-kill:
-			r.errorf("command still running %v after the lock was lost: killing it", r.f.killAfter)
+			kill = nil
+			r.errorf("command still running %v after %v: killing it", r.f.killAfter, r.f.sig)
 			_ = signalGroup(cmd.Process, syscall.SIGKILL)
 		}
+	}
+}
+
+// isClosed reports whether ch, if not nil, is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -166,7 +188,7 @@ func signalGroup(p *os.Process, sig os.Signal) error {
 // releaseQuietly releases h, reporting a failure.
 func (r *runner) releaseQuietly(h *holding) {
 	if err := h.release(); err != nil {
-		r.errorf("release %s: %v", r.path, err)
+		r.errorf("%v", opError("release", r.path, err))
 	}
 }
 

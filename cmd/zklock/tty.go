@@ -54,6 +54,13 @@ func (t *terminal) reclaim() error {
 	return nil
 }
 
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool {
+	var t syscall.Termios
+	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), ioctlGetTermios, uintptr(unsafe.Pointer(&t)))
+	return errno == 0
+}
+
 // tcgetpgrp returns the foreground process group of the terminal fd.
 func tcgetpgrp(fd int) (int, error) {
 	var pgrp int32

@@ -4,9 +4,9 @@
 // her session timeout. ZooKeeper expires her session, deletes her lock
 // node, and bob acquires the lock. When alice wakes up, she does not know
 // yet and writes again: both of her stale writes are rejected, one by a
-// guarded transaction (Mutex.CheckOp in a Multi: her lock node is gone),
-// one by the store, which refuses a fencing token (Mutex.Token) older than
-// the last it accepted.
+// guarded transaction (Hold.Multi: a check of her lock node, then the
+// write; her lock node is gone), one by the store, which refuses a fencing
+// token (Hold.Token) older than the last it accepted.
 //
 // It uses the ensemble in ZK_SERVERS (comma-separated host:port), or starts
 // a throwaway ZooKeeper server when ZK_SERVERS is unset.
@@ -100,15 +100,12 @@ func newSession(servers []string, opts ...zklock.Option) (*session, error) {
 
 // play runs the story once the sessions exist.
 func play(ctx context.Context, out io.Writer, alice, bob *session, faults *zktest.Faults) error {
-	aliceHeld, err := alice.m.Acquire(ctx)
+	aliceHold, err := alice.m.Lock(ctx)
 	if err != nil {
 		return err
 	}
-	aliceToken, err := alice.m.Token(aliceHeld)
-	if err != nil {
-		return err
-	}
-	aliceCheck, err := alice.m.CheckOp(aliceHeld)
+	defer aliceHold.Release() // on an early return; the story releases below, which makes this a no-op
+	aliceToken, err := aliceHold.Token()
 	if err != nil {
 		return err
 	}
@@ -119,11 +116,12 @@ func play(ctx context.Context, out io.Writer, alice, bob *session, faults *zktes
 
 	fmt.Fprintf(out, "alice: stalls (all her traffic held) for longer than her %v session timeout\n", aliceTimeout)
 	faults.Pause()
-	bobHeld, err := bob.m.Acquire(ctx) // granted once alice's session expires
+	bobHold, err := bob.m.Lock(ctx) // granted once alice's session expires
 	if err != nil {
 		return err
 	}
-	bobToken, err := bob.m.Token(bobHeld)
+	defer bobHold.Release() // on an early return; a no-op after the release below
+	bobToken, err := bobHold.Token()
 	if err != nil {
 		return err
 	}
@@ -137,24 +135,29 @@ func play(ctx context.Context, out io.Writer, alice, bob *session, faults *zktes
 		return err
 	}
 	fmt.Fprintln(out, "alice: wakes up and, not having looked at her hold, writes again:")
-	if err := staleWrites(out, alice, aliceToken, aliceCheck); err != nil {
+	if err := staleWrites(ctx, out, alice, aliceHold, aliceToken); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "alice: her hold's context says: lost=%t\n", errors.Is(context.Cause(aliceHeld), zklock.ErrLockLost))
-	if err := alice.m.Release(aliceHeld); !errors.Is(err, zklock.ErrLockLost) {
+	fmt.Fprintf(out, "alice: her hold's context says: lost=%t\n", errors.Is(context.Cause(aliceHold.Context()), zklock.ErrLockLost))
+	if err := aliceHold.Release(); !errors.Is(err, zklock.ErrLockLost) {
 		return fmt.Errorf("alice's release: want ErrLockLost, got %v", err)
 	}
-	return errors.Join(bob.m.Release(bobHeld), printStore(out, bob.c.Conn()))
+	return errors.Join(bobHold.Release(), printStore(out, bob.c.Conn()))
 }
 
 // staleWrites makes alice's two late writes and fails if either is
-// accepted.
-func staleWrites(out io.Writer, alice *session, token int64, check *zk.CheckVersionRequest) error {
-	_, err := alice.c.Conn().Multi(check, &zk.SetDataRequest{Path: storePath, Data: []byte("? alice-2"), Version: -1})
+// accepted. The guarded write is refused with ErrLockLost: by the server,
+// whose check of her lock node fails, or already by her Client, if it has
+// noticed the loss meanwhile.
+func staleWrites(ctx context.Context, out io.Writer, alice *session, hold *zklock.Hold, token int64) error {
+	_, err := hold.Multi(ctx, &zk.SetDataRequest{Path: storePath, Data: []byte("? alice-2"), Version: -1})
 	if err == nil {
 		return errors.New("VIOLATED: alice's guarded write committed after she lost the lock")
 	}
-	fmt.Fprintf(out, "alice: guarded write (check on her lock node + set) REJECTED: %v\n", err)
+	if !errors.Is(err, zklock.ErrLockLost) {
+		return fmt.Errorf("alice's guarded write: want ErrLockLost, got %w", err)
+	}
+	fmt.Fprintf(out, "alice: guarded write (Hold.Multi: check on her lock node + set) REJECTED, lock lost: %v\n", err)
 	err = fencedWrite(alice.c.Conn(), token, "alice-2")
 	if !errors.Is(err, errStale) {
 		return fmt.Errorf("VIOLATED: alice's write with token %d: want a rejection, got %v", token, err)

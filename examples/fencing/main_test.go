@@ -27,7 +27,7 @@ func TestIntegration_Fencing(t *testing.T) {
 	b, _ := strconv.ParseInt(bob[1], 10, 64)
 	assert.Greater(t, b, a, "tokens increase from holder to holder")
 
-	assert.Contains(t, text, "alice: guarded write (check on her lock node + set) REJECTED: zk: node does not exist")
+	assert.Contains(t, text, "alice: guarded write (Hold.Multi: check on her lock node + set) REJECTED, lock lost: ")
 	assert.Contains(t, text, "alice: fenced write REJECTED by the store: write \"alice-2\" with token "+alice[1]+": stale fencing token (the store has seen "+bob[1]+")")
 	assert.Contains(t, text, "alice: her hold's context says: lost=true")
 	assert.Contains(t, text, `store: "`+bob[1]+` bob-1"`)

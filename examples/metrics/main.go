@@ -142,22 +142,23 @@ func revoke(ctx context.Context, holder, asker *zklock.Client, did *tally) error
 		default:
 		}
 	})
-	held, err := mu.Acquire(ctx)
+	hold, err := mu.Lock(ctx)
 	if err != nil {
 		return err
 	}
+	defer hold.Release() // on an early return; a no-op after the release below
 	did.acquired++
-	if err := zklock.Revoke(ctx, asker, mu.LockPath(held)); err != nil {
-		return errors.Join(err, mu.Release(held))
+	if err := zklock.Revoke(ctx, asker, hold.Path()); err != nil {
+		return err
 	}
 	select {
 	case <-asked:
 		did.revoked++
 	case <-time.After(waitLimit):
-		return errors.Join(errors.New("the revocation request never arrived"), mu.Release(held))
+		return errors.New("the revocation request never arrived")
 	}
 	did.released++
-	return mu.Release(held)
+	return hold.Release()
 }
 
 // lose has holder take a lock whose node admin then deletes.
@@ -166,21 +167,22 @@ func lose(ctx context.Context, admin, holder *zklock.Client, did *tally) error {
 	if err != nil {
 		return err
 	}
-	held, err := mu.Acquire(ctx)
+	hold, err := mu.Lock(ctx)
 	if err != nil {
 		return err
 	}
+	defer hold.Release() // on an early return; a no-op after the release below
 	did.acquired++
-	if err := admin.Conn().Delete(mu.LockPath(held), -1); err != nil {
-		return errors.Join(err, mu.Release(held))
+	if err := admin.Conn().Delete(hold.Path(), -1); err != nil {
+		return err
 	}
 	select {
-	case <-held.Done():
+	case <-hold.Done():
 		did.lost++
 	case <-time.After(waitLimit):
-		return errors.Join(errors.New("the deleted hold was not lost"), mu.Release(held))
+		return errors.New("the deleted hold was not lost")
 	}
-	if err := mu.Release(held); !errors.Is(err, zklock.ErrLockLost) {
+	if err := hold.Release(); !errors.Is(err, zklock.ErrLockLost) {
 		return fmt.Errorf("release of a lost hold: want ErrLockLost, got %v", err)
 	}
 	return nil

@@ -4,7 +4,8 @@
 // locks. The MultiLock takes the locks in sorted path order whichever way
 // the money goes, so opposite transfers never deadlock, and since each
 // transfer reads and writes both balances under both locks, the total is
-// conserved.
+// conserved. Each transfer writes both balances with Hold.Multi: one
+// transaction that commits only while both lock nodes exist.
 //
 // It uses the ensemble in ZK_SERVERS (comma-separated host:port), or starts
 // a throwaway ZooKeeper server when ZK_SERVERS is unset.
@@ -125,22 +126,28 @@ func transferAll(ctx context.Context, servers []string) (int, error) {
 
 // transfer moves amount from one account to the other under both locks: a
 // read-modify-write of each balance that, without the locks, would lose
-// updates.
-func transfer(ctx context.Context, conn *zk.Conn, ml *zklock.MultiLock, from, to account) error {
-	hold, err := ml.Acquire(ctx)
+// updates. The Hold releases both locks, and its Release's error (a lost
+// lock) is returned with the rest.
+func transfer(ctx context.Context, conn *zk.Conn, ml *zklock.MultiLock, from, to account) (err error) {
+	hold, err := ml.Lock(ctx)
 	if err != nil {
 		return err
 	}
+	defer func() { err = errors.Join(err, hold.Release()) }()
 	f, err := balance(conn, from)
-	if err == nil {
-		var t int
-		if t, err = balance(conn, to); err == nil {
-			err = errors.Join(
-				exampleenv.Put(conn, from.balance, strconv.Itoa(f-amount)),
-				exampleenv.Put(conn, to.balance, strconv.Itoa(t+amount)))
-		}
+	if err != nil {
+		return err
 	}
-	return errors.Join(err, ml.Release(hold))
+	t, err := balance(conn, to)
+	if err != nil {
+		return err
+	}
+	// Both balances in one transaction behind a check of both lock nodes:
+	// it commits only while the transfer holds both locks.
+	_, err = hold.Multi(ctx,
+		&zk.SetDataRequest{Path: from.balance, Data: []byte(strconv.Itoa(f - amount)), Version: -1},
+		&zk.SetDataRequest{Path: to.balance, Data: []byte(strconv.Itoa(t + amount)), Version: -1})
+	return err
 }
 
 // balance reads an account's balance.

@@ -50,19 +50,14 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 		go func() {
 			defer wg.Done()
 			for turn := 1; turn <= 3 && errs[i] == nil; turn++ {
-				errs[i] = m.Do(ctx, func(ctx context.Context) error {
+				errs[i] = takeTurn(ctx, m, func(token int64) {
 					if inside.Add(1) > 1 {
 						overlap.Store(true)
 					}
 					defer inside.Add(-1)
-					token, err := m.Token(ctx)
-					if err != nil {
-						return err
-					}
 					say("holds the lock (turn %d, fencing token %d)", turn, token)
 					time.Sleep(100 * time.Millisecond) // the critical section
 					say("releases")
-					return nil
 				})
 			}
 		}()
@@ -75,5 +70,23 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 		return errors.New("VIOLATED: both sessions were inside the lock at once")
 	}
 	fmt.Fprintln(out, "done: the two sessions took turns, never both inside")
+	return nil
+}
+
+// takeTurn holds m while work runs, and passes work the hold's fencing
+// token. The deferred Release goes through the Hold, so it cannot pick the
+// wrong context; its error (ErrLockLost if the hold was lost meanwhile) is
+// returned with the rest.
+func takeTurn(ctx context.Context, m *zklock.Mutex, work func(token int64)) (err error) {
+	hd, err := m.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, hd.Release()) }()
+	token, err := hd.Token()
+	if err != nil {
+		return err
+	}
+	work(token)
 	return nil
 }

@@ -64,20 +64,20 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 	defer bob.c.Close()
 
 	s := &story{out: out}
-	held, aliceDone, err := aliceHolds(ctx, s, alice)
+	hold, aliceDone, err := aliceHolds(ctx, s, alice)
 	if err != nil {
 		return err
 	}
 	err = bobRevokes(ctx, s, bob)
 	if err != nil {
-		_ = alice.m.Release(held) // alice was never asked: end her wait
+		_ = hold.Release() // alice was never asked: end her wait
 	}
 	aerr := <-aliceDone
 	if err := errors.Join(err, aerr); err != nil {
 		return err
 	}
-	s.say("alice", "sees her hold's context ended: %v", context.Cause(held))
-	if !errors.Is(context.Cause(held), zklock.ErrReleased) {
+	s.say("alice", "sees her hold's context ended: %v", context.Cause(hold.Context()))
+	if !errors.Is(hold.Err(), zklock.ErrReleased) {
 		return errors.New("VIOLATED: alice's hold did not end by her release")
 	}
 	return nil
@@ -102,10 +102,10 @@ func newMutex(servers []string) (*session, error) {
 	return &session{c, m}, nil
 }
 
-// aliceHolds makes alice's Mutex revocable and acquires it. When asked to
-// release, alice finishes her work and releases; the returned channel
-// gives the outcome.
-func aliceHolds(ctx context.Context, s *story, alice *session) (context.Context, <-chan error, error) {
+// aliceHolds makes alice's Mutex revocable and locks it. When asked to
+// release, alice finishes her work and releases her Hold; the returned
+// channel gives the outcome.
+func aliceHolds(ctx context.Context, s *story, alice *session) (*zklock.Hold, <-chan error, error) {
 	asked := make(chan struct{}, 1)
 	alice.m.MakeRevocable(func(*zklock.Mutex) {
 		select {
@@ -113,30 +113,33 @@ func aliceHolds(ctx context.Context, s *story, alice *session) (context.Context,
 		default: // already asked
 		}
 	})
-	held, err := alice.m.Acquire(ctx)
+	hold, err := alice.m.Lock(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	s.say("alice", "holds the lock, revocable, with node %s", alice.m.LockPath(held))
+	s.say("alice", "holds the lock, revocable, with node %s", hold.Path())
 	done := make(chan error, 1)
 	go func() {
 		select {
 		case <-asked:
-		case <-held.Done():
-			done <- fmt.Errorf("alice's hold ended before she was asked: %w", context.Cause(held))
+		case <-hold.Done():
+			done <- fmt.Errorf("alice's hold ended before she was asked: %w", hold.Err())
 			return
 		}
 		s.say("alice", "is asked to release: finishes her work and releases")
-		done <- alice.m.Release(held)
+		done <- hold.Release()
 	}()
-	return held, done, nil
+	return hold, done, nil
 }
 
 // bobRevokes finds that the lock is taken, asks its holder to release it,
 // and waits for the lock.
-func bobRevokes(ctx context.Context, s *story, bob *session) error {
-	if _, err := bob.m.TryAcquire(ctx); !errors.Is(err, zklock.ErrLocked) {
-		return fmt.Errorf("bob's TryAcquire: want ErrLocked, got %v", err)
+func bobRevokes(ctx context.Context, s *story, bob *session) (err error) {
+	if hd, err := bob.m.TryLock(ctx); !errors.Is(err, zklock.ErrLocked) {
+		if err == nil {
+			_ = hd.Release()
+		}
+		return fmt.Errorf("bob's TryLock: want ErrLocked, got %v", err)
 	}
 	nodes, err := bob.m.Participants(ctx)
 	if err != nil {
@@ -151,10 +154,11 @@ func bobRevokes(ctx context.Context, s *story, bob *session) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	held, err := bob.m.Acquire(ctx)
+	hold, err := bob.m.Lock(ctx)
 	if err != nil {
 		return fmt.Errorf("VIOLATED: bob did not get the lock after the revocation: %w", err)
 	}
-	s.say("bob", "holds the lock, with node %s", bob.m.LockPath(held))
-	return bob.m.Release(held)
+	defer func() { err = errors.Join(err, hold.Release()) }()
+	s.say("bob", "holds the lock, with node %s", hold.Path())
+	return nil
 }

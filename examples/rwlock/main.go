@@ -150,28 +150,32 @@ func writer(ctx context.Context, out io.Writer, servers []string) error {
 }
 
 // publish writes version under the write lock, downgrades, and reads it
-// back under the read lock.
+// back under the read lock. Each Hold is released below, explicitly, so
+// that its error is returned; the deferred Releases only cover an early
+// return or a panic (a second Release of a Hold changes nothing).
 func (s *session) publish(ctx context.Context, out io.Writer, version string) error {
 	rw, conn := s.rw, s.c.Conn()
-	wctx, err := rw.WriteLock().Acquire(ctx)
+	w, err := rw.WriteLock().Lock(ctx)
 	if err != nil {
 		return err
 	}
+	defer w.Release()
 	// The two keys are written one after the other: a reader that did not
 	// hold the read lock could see a new a with an old b in between.
 	if err := setConfig(conn, version); err != nil {
-		return errors.Join(err, rw.WriteLock().Release(wctx))
+		return errors.Join(err, w.Release())
 	}
 	// Downgrade: the read lock is granted at once to the context that
 	// holds the write lock; then the write lock is released.
-	rctx, err := rw.ReadLock().Acquire(wctx)
+	r, err := rw.ReadLock().Lock(w.Context())
 	if err != nil {
-		return errors.Join(err, rw.WriteLock().Release(wctx))
+		return errors.Join(err, w.Release())
 	}
-	werr := rw.WriteLock().Release(wctx)
+	defer r.Release()
+	werr := w.Release()
 	a, b, err := getConfig(conn)
 	fmt.Fprintf(out, "writer: wrote %s under the write lock, downgraded, read back a=%s b=%s\n", version, a, b)
-	err = errors.Join(werr, err, rw.ReadLock().Release(rctx))
+	err = errors.Join(werr, err, r.Release())
 	if err == nil && (a != version || b != version) {
 		err = fmt.Errorf("VIOLATED: wrote %s, read back a=%s b=%s", version, a, b)
 	}

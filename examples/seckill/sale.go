@@ -154,7 +154,7 @@ func buyWithMutex(ctx context.Context, c *zklock.Client, stock string) (bool, ti
 		bought bool
 		wait   time.Duration
 	)
-	err = m.Do(ctx, func(context.Context) error {
+	err = m.Do(ctx, func(ctx context.Context) error { // ctx ends with the hold
 		wait = max(time.Since(start), time.Nanosecond)
 		var err error
 		bought, _, err = buyUnlocked(ctx, c, stock)

@@ -89,8 +89,8 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 				errs[caller] = err
 				return
 			}
+			defer func() { errs[caller] = lease.Release() }()
 			svc.call(caller+1, session+1, shortName(lease.Node()))
-			errs[caller] = lease.Release()
 		}()
 	}
 	wg.Wait()

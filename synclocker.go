@@ -1,0 +1,78 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// NewSyncLocker returns a [sync.Locker] over l, for code that takes one,
+// as etcd's concurrency.NewLocker does. Each Lock is a new participant:
+// it blocks until l is held (through l.Acquire with a background context),
+// and Unlock releases a hold that Lock took.
+//
+// A sync.Locker cannot return errors, so the adapter cannot promise what
+// the rest of the package does:
+//   - Lock has no deadline and no cancellation. It waits out connection
+//     losses, and panics if acquiring fails otherwise (the Client is
+//     closed, a bad path, an ACL refusal).
+//   - Nothing tells the holder that its hold was lost (a suspension under
+//     StandardPolicy, an expired session, a deleted node): the code
+//     between Lock and Unlock runs on regardless. Use it only where that
+//     is acceptable, or guard writes with a fencing token from a [Hold].
+//   - Unlock of a lost hold reports nothing (the loss is logged at Warn,
+//     as every loss is). Unlock with no hold taken panics, as
+//     sync.Mutex's does.
+//
+// The Locker is safe for concurrent use. Over the read side of a
+// [ReadWriteLock] several Locks may hold at once; each Unlock releases
+// one of them.
+func NewSyncLocker(l Locker) sync.Locker {
+	return &syncLocker{l: l}
+}
+
+// syncLocker is the sync.Locker that NewSyncLocker returns.
+type syncLocker struct {
+	l Locker // written once
+
+	mu    sync.Mutex        // protects holds
+	holds []context.Context // the holds Lock took and Unlock has not released
+}
+
+// Lock acquires l, waiting out connection losses; see NewSyncLocker.
+func (s *syncLocker) Lock() {
+	if s.l == nil {
+		panic(fmt.Sprintf("zklock: sync locker lock: nil Locker: %v", ErrInvalidArgument))
+	}
+	wait := 50 * time.Millisecond
+	for {
+		hctx, err := s.l.Acquire(context.Background())
+		if err == nil {
+			s.mu.Lock()
+			s.holds = append(s.holds, hctx)
+			s.mu.Unlock()
+			return
+		}
+		if !retryable(err) || errors.Is(err, ErrClosed) {
+			panic(fmt.Sprintf("zklock: sync locker lock: %v", err))
+		}
+		time.Sleep(wait) // a connection loss the engine did not ride out: try again
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// Unlock releases a hold that Lock took; see NewSyncLocker.
+func (s *syncLocker) Unlock() {
+	s.mu.Lock()
+	n := len(s.holds)
+	if n == 0 {
+		s.mu.Unlock()
+		panic("zklock: sync locker: unlock of unlocked lock")
+	}
+	hctx := s.holds[n-1]
+	s.holds = s.holds[:n-1]
+	s.mu.Unlock()
+	_ = s.l.Release(hctx) // a loss was logged when it happened
+}
