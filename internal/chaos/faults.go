@@ -182,7 +182,8 @@ func (m *monkey) pauseSession(ctx context.Context, k faultKind, s *session) erro
 	return nil
 }
 
-// pick returns the leader's index for a fault on the leader, else a
+// pick returns the leader's index for a fault on the leader (every other
+// time once a holder's session is on it, if one comes soon), else a
 // follower's: every other time one with a holder's session on it, if
 // there is one.
 func (m *monkey) pick(k faultKind) (int, error) {
@@ -193,6 +194,9 @@ func (m *monkey) pick(k faultKind) (int, error) {
 		return 0, err
 	}
 	if k == killLeader || k == isolateLeader {
+		if m.turn(k)%2 == 0 {
+			m.awaitHolderOn(l, 2*m.timeout)
+		}
 		return l, nil
 	}
 	n := len(m.cluster.Servers())
@@ -210,6 +214,20 @@ func (m *monkey) pick(k faultKind) (int, error) {
 		}
 	}
 	return i, nil
+}
+
+// awaitHolderOn waits, at most d, until a session connected to server i
+// holds a lock.
+func (m *monkey) awaitHolderOn(i int, d time.Duration) {
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(50 * time.Millisecond) // polling the workers' state; nothing to wait on
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		if slices.ContainsFunc(m.onServer(i), func(s *session) bool { return s.status() == hitHolder }) {
+			return
+		}
+		<-tick.C
+	}
 }
 
 // heal ends a partition and waits until server i serves again, as a
