@@ -94,7 +94,10 @@ func electionEngine(c *Client, what, p, id, lockName string, opts []LockOption) 
 //
 // Campaign grants leadership only to a node of the Client's current
 // session, seen first in a listing taken after the last change of the
-// connection's state; a node that vanishes while Campaign waits (its
+// connection's state, and read again before Campaign returns: it exists,
+// and its ephemeral owner is the current session (Curator 5.7's check,
+// CURATOR-696); this costs one round trip per grant. A node that vanishes
+// while Campaign waits (its
 // session expired, someone deleted it, the path was deleted and reaped) is
 // created again, under the Client's retry policy, parents too.
 //
@@ -120,7 +123,7 @@ func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p str
 	}
 	start := time.Now()
 	c.emit(Event{Kind: EventAcquireStarted, Path: p})
-	node, snap, err := li.acquire(ctx, acquireReq{data: []byte(id)})
+	node, snap, err := acquireOwned(ctx, c, li, id)
 	if err != nil {
 		return nil, opErr(ctx, "campaign", p, err)
 	}
@@ -130,6 +133,34 @@ func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p str
 	}
 	c.emit(Event{Kind: EventAcquired, Path: p, Node: c.relPath(node.path), Wait: time.Since(start), Position: node.position})
 	return newHandle(h, h.ctx, p, release(h)), nil
+}
+
+// acquireOwned queues a node on li and waits until it leads, then checks
+// that the node exists and belongs to the Client's current session before
+// it grants: the engine decided from a listing, and a listing may show a
+// node that is already gone, or an earlier session's node that is dying
+// (CURATOR-696). A node that fails the check is deleted and the
+// participant queues again, under the retry policy.
+func acquireOwned(ctx context.Context, c *Client, li *lockInternals, id string) (*lockNode, snapshot, error) {
+	r := newRetrier(c.opts.retry)
+	for {
+		node, snap, err := li.acquire(ctx, acquireReq{data: []byte(id)})
+		if err != nil {
+			return nil, snapshot{}, err
+		}
+		st, err := c.stat(ctx, node.path)
+		switch {
+		case err != nil:
+			c.deleteNode(node.path)
+			return nil, snapshot{}, err
+		case st != nil && st.EphemeralOwner == node.session && node.session == c.zc.SessionID():
+			return node, snap, nil
+		}
+		c.deleteNode(node.path)
+		if err := r.again(ctx, c.closing, "leader node "+node.path); err != nil {
+			return nil, snapshot{}, err
+		}
+	}
 }
 
 // Leader returns the id of the current leader: the data of the first node
