@@ -37,7 +37,7 @@ integration:
 # Every example under examples/ runs, as a command, and checks its own
 # property (its exit status). Their tests (examples/*/main_test.go) and the
 # root package's Example functions also run in `make unit`, under ./...
-EXAMPLES := mutex rwlock semaphore multilock revoke fencing metrics
+EXAMPLES := mutex rwlock semaphore multilock revoke fencing metrics election
 example: deps
 	@set -e; for e in $(EXAMPLES); do echo "== go run ./examples/$$e"; $(GO) run ./examples/$$e; done
 

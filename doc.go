@@ -1,6 +1,7 @@
 // Package zklock provides distributed lock recipes on ZooKeeper in the
 // manner of Apache Curator: a re-entrant [Mutex], [ReadWriteLock], [Semaphore],
-// [SemaphoreMutex], [MultiLock] and revocation ([Revoke]).
+// [SemaphoreMutex], [MultiLock] and revocation ([Revoke]), and leader
+// election ([Election], [Selector]).
 // The znode layout is Curator's, so a Go process and a Java Curator process
 // exclude each other on the same path.
 //
@@ -15,6 +16,8 @@
 //	Mutex.MakeRevocable, Revoke     Revocable.makeRevocable, Revoker.attemptRevoke
 //	Driver, StandardDriver          LockInternalsDriver, StandardLockInternalsDriver
 //	Client.Listen, ErrorPolicy      ConnectionStateListener, ConnectionStateErrorPolicy
+//	Election                        LeaderLatch
+//	Selector                        LeaderSelector
 //
 // # Holds, and ownership by context
 //
@@ -37,6 +40,27 @@
 // wait, not the hold. Acquire and Release by context remain, in Curator's
 // style: Acquire returns the hold's context, which Release must be given.
 // A [SemaphoreMutex] may be released with any context.
+//
+// # Leader election
+//
+// An [Election] is Curator's LeaderLatch on the same engine as the locks:
+// [Election.Campaign] waits until the participant leads and returns the
+// leadership as a [Hold], which ends as a lock hold ends (Release resigns;
+// a suspension under StandardPolicy, the session's loss, the node's
+// deletion or Close lose it, with a cause wrapping [ErrLockLost]), and
+// whose Token and Multi fence the leader's writes. [Election.Leader],
+// [Election.Participants] and [Election.Observe] read the election;
+// with no participant, Leader returns [ErrNoLeader] and Observe reports a
+// [Leader] with no Node. Campaign grants leadership only to a node that
+// belongs to the Client's current session (CURATOR-696); a waiting
+// participant whose node vanishes, even with the whole path
+// (CURATOR-724), creates it again.
+//
+// A [Selector] is Curator's LeaderSelector, which is an InterProcessMutex
+// on the election's path: [Selector.Lead] runs a function for one term
+// of leadership, and [Selector.Run] runs terms until its context ends,
+// queueing again after each, also after a lost leadership (Curator's
+// autoRequeue, without the requeue state that CURATOR-518 lost).
 //
 // # Connecting
 //
@@ -136,6 +160,8 @@
 //	Semaphore, lease            P/leases/_c_<uuid>-lease-<seq10>                  EPHEMERAL_SEQUENTIAL
 //	SemaphoreMutex              a Semaphore of one lease at P: P/locks/…, P/leases/…
 //	MultiLock                   the nodes of its member locks
+//	Election                    P/_c_<uuid>-latch-<seq10>                         EPHEMERAL_SEQUENTIAL
+//	Selector                    P/_c_<uuid>-lock-<seq10>, as a Mutex              EPHEMERAL_SEQUENTIAL
 //	parents (P, P/locks, …, /ns) created when missing, empty data                 CONTAINER
 //
 // In these names:
@@ -153,7 +179,13 @@
 //     check that the write node still exists; it sorts at the write node's
 //     place, so writers queued behind stay behind (Curator 5.5 and later).
 //
-// Node data: lock and lease nodes hold the data given with [WithLockData],
+// An Election's nodes are ordered by the text after the last "latch-",
+// like a Mutex's, the first leads, and each other participant watches the
+// node just before its own (Curator's LeaderLatch). Node data: an
+// Election's nodes hold the participant id as UTF-8 (Curator's default id
+// is empty); a Selector's hold its id, or without one the Client's
+// [WithNodeData], as a LeaderSelector without setId holds Curator's
+// default data. Lock and lease nodes hold the data given with [WithLockData],
 // or else the Client's [WithNodeData] (by default the host's IP address,
 // as Curator's defaultData); the Semaphore's internal lock nodes always
 // hold the Client's. Unlike Curator, a revocable Mutex keeps its node data

@@ -54,6 +54,10 @@ var (
 	// session it can use: before its first session, while the connection
 	// is suspended, or once the session is lost.
 	ErrNotConnected = errors.New("zklock: not connected")
+
+	// ErrNoLeader is returned by [Election.Leader] and [Selector.Leader]
+	// when no participant takes part in the election.
+	ErrNoLeader = errors.New("zklock: no leader")
 )
 
 // opErr names the operation and the path in err. When ctx has ended and

@@ -25,6 +25,7 @@ type zkConn interface {
 	Get(path string) ([]byte, *zk.Stat, error)
 	GetW(path string) ([]byte, *zk.Stat, <-chan zk.Event, error)
 	Exists(path string) (bool, *zk.Stat, error)
+	ExistsW(path string) (bool, *zk.Stat, <-chan zk.Event, error)
 	Delete(path string, version int32) error
 	Multi(ops ...any) ([]zk.MultiResponse, error)
 	Sync(path string) (string, error)

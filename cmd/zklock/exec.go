@@ -28,6 +28,7 @@ type execFlags struct {
 	policy      string
 	revocable   bool
 	owner       string
+	latch       string // participant id, with -latch: campaign in an Election
 
 	sig syscall.Signal // parsed -signal
 }
@@ -60,6 +61,13 @@ with code 3. Semaphore leases cannot be revoked: -revocable excludes -n.
 -owner sets the lock node's data, which 'zklock inspect' shows as the
 owner (default: the host's address).
 
+With -latch ID, exec runs CMD only while it leads the election at PATH
+(zklock's Election, Curator's LeaderLatch), as participant ID: it
+campaigns, runs CMD once it leads, and resigns when CMD exits. A lost
+leadership is a lost hold (CMD gets -signal, exit code 3); ZKLOCK_TOKEN
+fences CMD's writes. -latch excludes -n, -read, -write, -try, -revocable
+and -owner (the node's data is ID).
+
 -policy standard (the default) tells CMD at the first disconnect, so that
 CMD never runs while exec cannot know that it holds the lock, but any blip
 (a server restart) ends CMD. -policy session rides out disconnects that
@@ -79,6 +87,7 @@ func newExecFlags() *execFlags {
 	f.fs.DurationVar(&f.killAfter, "kill-after", 10*time.Second, "then SIGKILL after this long")
 	f.fs.BoolVar(&f.revocable, "revocable", false, "honour revocation requests: send -signal to the command, release when it exits")
 	f.fs.StringVar(&f.owner, "owner", "", "the lock node's data, shown as its owner by inspect (default the host's address)")
+	f.fs.StringVar(&f.latch, "latch", "", "run CMD only while leading the election at PATH, as participant `ID`")
 	f.fs.StringVar(&f.policy, "policy", "standard", "when the hold ends: `standard|session`: at the first disconnect, or when the session is lost")
 	return f
 }
@@ -135,6 +144,8 @@ func (f *execFlags) check(argv []string) error {
 		return fmt.Errorf("%w: -timeout %v: want a positive duration, without -try", errUsage, f.timeout)
 	case f.killAfter <= 0:
 		return fmt.Errorf("%w: -kill-after %v: want a positive duration", errUsage, f.killAfter)
+	case f.isSet("latch") && (f.leases != 0 || f.read || f.write || f.try || f.revocable || f.isSet("owner")):
+		return fmt.Errorf("%w: -latch excludes -n, -read, -write, -try, -revocable and -owner", errUsage)
 	}
 	policy, err := parsePolicy(f.policy)
 	if err != nil {
@@ -190,6 +201,9 @@ type holding struct {
 func (f *execFlags) acquire(ctx context.Context, c *zklock.Client, p string) (*holding, error) {
 	if f.leases > 0 {
 		return f.acquireLease(ctx, c, p)
+	}
+	if f.isSet("latch") {
+		return f.campaign(ctx, c, p)
 	}
 	m, err := f.mutex(c, p)
 	if err != nil {
@@ -255,4 +269,21 @@ func (f *execFlags) acquireLease(ctx context.Context, c *zklock.Client, p string
 		return nil, err
 	}
 	return &holding{node: l.Path(), token: l.Token(), lost: l.Done(), release: l.Release}, nil
+}
+
+// campaign waits until participant f.latch leads the election at p.
+func (f *execFlags) campaign(ctx context.Context, c *zklock.Client, p string) (*holding, error) {
+	el, err := zklock.NewElection(c, p, f.latch)
+	if err != nil {
+		return nil, err
+	}
+	hd, err := el.Campaign(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h := &holding{node: hd.Path(), lost: hd.Done(), release: hd.Release}
+	if h.token, err = hd.Token(); err != nil {
+		return nil, errors.Join(err, h.release())
+	}
+	return h, nil
 }

@@ -29,8 +29,10 @@ const inspectUsage = `Usage: zklock inspect [flags] PATH
 Shows the queue of the lock at PATH, in order: each participant's role
 (holder or waiter), session id, owner (the node's data: by default the
 host's address), age, fencing token and node name, and which recipe the
-layout belongs to (mutex, rwlock, semaphore). Works on zklock's and
-Apache Curator's locks alike.
+layout belongs to (mutex, rwlock, semaphore, latch). Works on zklock's and
+Apache Curator's locks alike. For a leader latch (zklock's Election,
+Curator's LeaderLatch) the holder is the leader, each owner is a
+participant id, and the leader's id is shown first.
 
   -json    print JSON (field names in 'go doc github.com/zklock/zklock/cmd/zklock')
   -watch   print again on every change of the queue, until SIGINT or SIGTERM
@@ -211,6 +213,9 @@ func printTable(w io.Writer, v *queueView) error {
 		return nil
 	}
 	fmt.Fprintf(w, "%s: %s, %s, %s\n", v.Path, v.Recipe, plural(v.Holders, "holder"), plural(v.Waiters, "waiter"))
+	if v.Leader != nil {
+		fmt.Fprintf(w, "leader: %q\n", *v.Leader)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POS\tKIND\tROLE\tSESSION\tOWNER\tAGE\tTOKEN\tNODE")
 	for _, n := range v.Nodes {

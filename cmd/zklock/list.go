@@ -103,7 +103,7 @@ func (w *walker) walk(ctx context.Context, p string, top bool) error {
 	}
 	slices.Sort(children)
 	below := children
-	if recipe := detect(children); recipe == recipeMutex || recipe == recipeRWLock || recipe == recipeSemaphore {
+	if recipe := detect(children); recipe == recipeMutex || recipe == recipeLatch || recipe == recipeRWLock || recipe == recipeSemaphore {
 		below = w.add(ctx, p, children)
 	}
 	for _, ch := range below {

@@ -10,6 +10,8 @@
 //	zklock break   [flags] PATH NODE     delete NODE, ending its hold
 //	zklock exec    [flags] PATH -- CMD [ARGS...]
 //	                                     run CMD while holding the lock
+//	zklock exec -latch ID [flags] PATH -- CMD [ARGS...]
+//	                                     run CMD while leading the election
 //	zklock version                       print the version (also -version)
 //	zklock help [COMMAND]                print usage
 //
@@ -22,7 +24,11 @@
 //
 // inspect lists every participant of the lock at PATH, in queue order,
 // and says which recipe the layout belongs to: "mutex" (nodes
-// ..lock-<seq>), "rwlock" (__READ__ and __WRIT__ nodes), "semaphore"
+// ..lock-<seq>; also a Selector, Curator's LeaderSelector), "latch" (nodes
+// ..latch-<seq>: an Election, Curator's LeaderLatch, whose holder is the
+// leader and whose owners are participant ids; the leader's id is shown
+// on a line of its own, and in the JSON as "leader"), "rwlock" (__READ__
+// and __WRIT__ nodes), "semaphore"
 // (PATH/leases and PATH/locks), "none" (no participant: the lock is free)
 // or "unknown". If there is no node at PATH, inspect says so and exits 4,
 // with a hint when the likely reason is a namespace: a Client made with
@@ -41,7 +47,8 @@
 //
 //	{
 //	  "path": "/locks/job",       // as given, relative to -namespace
-//	  "recipe": "mutex",          // mutex | rwlock | semaphore | none | unknown
+//	  "recipe": "mutex",          // mutex | latch | rwlock | semaphore | none | unknown
+//	  "leader": "node-1",         // latch only: the leader's id; omitted with no leader
 //	  "exists": true,             // whether PATH exists
 //	  "holders": 1, "waiters": 2,
 //	  "others": ["sub"],          // children that are not lock nodes; omitted if none
@@ -88,7 +95,7 @@
 //
 // list walks the tree under PREFIX and prints one line per lock found
 // (mutex, rwlock or semaphore, recognised as by inspect): its path,
-// recipe, holders and waiters; with -json, one JSON array of objects with
+// recipe, holders and waiters (latches too); with -json, one JSON array of objects with
 // the fields "path", "recipe", "holders" and "waiters". A lock without
 // participants (a free lock's empty container) is not listed.
 //
@@ -99,7 +106,10 @@
 // runs CMD with ZKLOCK_PATH, ZKLOCK_NODE (the lock node's path) and
 // ZKLOCK_TOKEN (the hold's fencing token) in its environment, and releases
 // the lock when CMD exits. -owner sets the lock node's data (the owner
-// inspect shows). With -revocable, a revocation request ('zklock revoke')
+// inspect shows). With -latch ID, exec instead campaigns in the election
+// at PATH (zklock's Election, Curator's LeaderLatch) as participant ID,
+// runs CMD once it leads, and resigns when CMD exits; a lost leadership is
+// a lost hold. With -revocable, a revocation request ('zklock revoke')
 // sends CMD -signal, then SIGKILL after -kill-after, and the lock is
 // released when CMD exits. SIGINT, SIGTERM and SIGHUP are forwarded to CMD
 // while it runs; while exec waits for the lock, SIGINT and SIGTERM cancel

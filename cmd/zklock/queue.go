@@ -20,6 +20,7 @@ import (
 // Recipes, as inspect names them.
 const (
 	recipeMutex     = "mutex"
+	recipeLatch     = "latch"
 	recipeRWLock    = "rwlock"
 	recipeSemaphore = "semaphore"
 	recipeNone      = "none"
@@ -42,6 +43,7 @@ type queueView struct {
 	Holders int        `json:"holders"`
 	Waiters int        `json:"waiters"`
 	Others  []string   `json:"others,omitempty"` // children that are not lock nodes
+	Leader  *string    `json:"leader,omitempty"` // a latch's leader's id, when it has one
 	Nodes   []nodeView `json:"nodes"`
 }
 
@@ -83,6 +85,8 @@ func detect(children []string) string {
 		return recipeRWLock
 	case has("lock-"):
 		return recipeMutex
+	case has("latch-"):
+		return recipeLatch
 	}
 	return recipeUnknown
 }
@@ -99,6 +103,8 @@ func (in *inspector) view(ctx context.Context, children []string, exists bool) (
 	switch v.Recipe {
 	case recipeMutex:
 		err = in.mutex(ctx, v)
+	case recipeLatch:
+		err = in.latch(ctx, v)
 	case recipeRWLock:
 		err = in.rwlock(ctx, v)
 	case recipeSemaphore:
@@ -164,6 +170,36 @@ func (in *inspector) mutex(ctx context.Context, v *queueView) error {
 		if err := in.add(v, "lock", "lock", name, roleOf(res.Acquired)); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// latch fills v with a leader latch's queue (zklock's Election, Curator's
+// LeaderLatch): its first node leads, and is shown as the holder; each
+// node's owner is its participant id.
+func (in *inspector) latch(ctx context.Context, v *queueView) error {
+	el, err := zklock.NewElection(in.c, in.path, "")
+	if err != nil {
+		return err
+	}
+	ps, err := el.Participants(ctx)
+	if err != nil {
+		return err
+	}
+	all := make([]string, len(ps))
+	for i, p := range ps {
+		all[i] = path.Base(p.Node)
+	}
+	names, others := lockNodes(all, "latch-")
+	v.Others = append(v.Others, others...)
+	for i, name := range names {
+		if err := in.add(v, "lock", "latch", name, roleOf(i == 0)); err != nil {
+			return err
+		}
+	}
+	if len(v.Nodes) > 0 && v.Nodes[0].Role == roleHolder {
+		id := v.Nodes[0].Owner
+		v.Leader = &id
 	}
 	return nil
 }

@@ -875,3 +875,48 @@ func (p *Peer) close() {
 		p.t.Logf("interop: peer stopped (%v)\n%s", p.waitErr, p.LogTail())
 	}
 }
+
+// ---- leader latches
+
+// NewLeaderLatch creates and starts a Curator LeaderLatch named id on path,
+// for the participant participantID (a word: not empty, no spaces).
+func (p *Peer) NewLeaderLatch(id, path, participantID string) {
+	p.t.Helper()
+	p.Do("latch", id, path, participantID)
+}
+
+// StartLatchAwait waits up to timeout for latch id to lead; the result is
+// whether it leads.
+func (p *Peer) StartLatchAwait(id string, timeout time.Duration) *Pending[bool] {
+	p.t.Helper()
+	return &Pending[bool]{p.Send(timeout+ReplyTimeout, "latchawait", id, p.ms(timeout)), parseBool}
+}
+
+// LatchHasLeadership returns latch id's hasLeadership().
+func (p *Peer) LatchHasLeadership(id string) bool {
+	p.t.Helper()
+	v, err := strconv.ParseBool(p.Do("latchhas", id))
+	if err != nil {
+		p.t.Fatalf("interop: latchhas %s: %v", id, err)
+	}
+	return v
+}
+
+// LatchLeader returns the id of latch id's getLeader(), "" if none leads.
+func (p *Peer) LatchLeader(id string) string {
+	p.t.Helper()
+	return p.Do("latchleader", id)
+}
+
+// LatchParticipants returns latch id's getParticipants() as ids in order,
+// the leader's followed by "*".
+func (p *Peer) LatchParticipants(id string) []string {
+	p.t.Helper()
+	return words(p.Do("latchparticipants", id))
+}
+
+// CloseLatch closes latch id (its node is deleted; no longer a participant).
+func (p *Peer) CloseLatch(id string) {
+	p.t.Helper()
+	p.Do("latchclose", id)
+}

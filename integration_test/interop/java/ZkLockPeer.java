@@ -47,6 +47,8 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.imps.ProtectedUtils;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
@@ -342,6 +344,32 @@ public final class ZkLockPeer {
             return "";
         });
         command("semparticipants", 1, false, a -> join(entry(a[0], Semaphore.class).semaphore.getParticipantNodes()));
+
+        // Leader latches: "latch <id> <path> <participantId>" starts one.
+        command("latch", 3, false, a -> {
+            LeaderLatch l = new LeaderLatch(client, a[1], a[2]);
+            define(a[0], l);
+            l.start();
+            return "";
+        });
+        command("latchawait", 2, true, a -> Boolean.toString(entry(a[0], LeaderLatch.class).await(Long.parseLong(a[1]), TimeUnit.MILLISECONDS)));
+        command("latchhas", 1, false, a -> Boolean.toString(entry(a[0], LeaderLatch.class).hasLeadership()));
+        command("latchleader", 1, false, a -> {
+            Participant p = entry(a[0], LeaderLatch.class).getLeader();
+            return p.isLeader() ? p.getId() : "";
+        });
+        command("latchparticipants", 1, false, a -> {
+            List<String> out = new ArrayList<>();
+            for (Participant p : entry(a[0], LeaderLatch.class).getParticipants()) {
+                out.add(p.getId() + (p.isLeader() ? "*" : ""));
+            }
+            return join(out);
+        });
+        command("latchclose", 1, true, a -> {
+            entry(a[0], LeaderLatch.class).close();
+            entries.remove(a[0]);
+            return "";
+        });
 
         // Unbound helpers.
         command("revoke", 1, false, a -> {

@@ -1,0 +1,423 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"path"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// latchName is the name of a leader latch's nodes before the sequence, as
+// Curator's LeaderLatch names them.
+const latchName = "latch-"
+
+// Election is leader election in the layout of Curator's LeaderLatch: a Go
+// Election and a Java LeaderLatch on the same path take part in one
+// election, and see the same participants and the same leader.
+//
+// Each participant queues a protected EPHEMERAL_SEQUENTIAL node
+// "_c_<uuid>-latch-<seq10>" under the path, holding its id; the first node
+// in sequence order leads, and every other participant watches only the
+// node just before its own. [Election.Campaign] waits for the leadership
+// and returns it as a [Hold]: leadership is a hold of the latch, and ends
+// as a lock hold ends.
+//
+// An Election is safe for concurrent use. Each Campaign is a participant of
+// its own, so two Campaigns of one Election compete with each other; a
+// Campaign with a context that carries a leadership of the same Client
+// and path re-enters it instead (see [Hold]).
+//
+// Leadership can be lost at any time: under StandardPolicy when the
+// connection is suspended, under SessionPolicy when the session is lost,
+// and under both when someone deletes the leader's node or the Client is
+// closed. The Hold's context is then cancelled with a cause wrapping
+// ErrLockLost. Between the event and the cancellation another participant
+// may already lead: fence writes with [Hold.Token] or [Hold.Multi].
+// A participant whose leadership ended is out of the election; to stand
+// again, it campaigns again, with a new node at the end of the queue.
+type Election struct {
+	// Written once by NewElection, read-only after.
+	c    *Client
+	path string        // as given, relative to the namespace
+	id   string        // the participant id, the nodes' data
+	li   lockInternals // the engine: latch-, StandardDriver, one leader
+
+	live atomic.Int32 // leaderships that stand
+}
+
+// NewElection returns an Election on path, relative to the Client's
+// namespace, for the participant id. id is the data of the participant's
+// node, as Curator's LeaderLatch stores it: UTF-8 text, empty by default
+// in Curator. NewElection does no I/O: the path is created by the first
+// Campaign, as CONTAINER nodes. It takes no options today; a Driver or
+// lock data is refused, since the layout is the election's definition and
+// the data is the id. It returns an error wrapping ErrInvalidArgument for a
+// nil or misconfigured Client, an id that is not UTF-8, or a path and id
+// too large for one ZooKeeper request, and ErrInvalidPath for a bad path.
+func NewElection(c *Client, path, id string, opts ...LockOption) (*Election, error) {
+	li, err := electionEngine(c, "election", path, id, latchName, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Election{c: c, path: path, id: id, li: li}, nil
+}
+
+// electionEngine checks what NewElection and NewSelector are given and
+// returns the engine of their nodes.
+func electionEngine(c *Client, what, p, id, lockName string, opts []LockOption) (lockInternals, error) {
+	o, err := parseLockOptions(what, p, opts, false)
+	if err == nil && o.data != nil {
+		err = errorf(ErrInvalidArgument, "%s %s: node data is the participant id; WithLockData cannot be set", what, quotePath(p))
+	}
+	if err == nil && !utf8.ValidString(id) {
+		err = errorf(ErrInvalidArgument, "%s %s: participant id %q is not UTF-8", what, quotePath(p), id)
+	}
+	if err != nil {
+		return lockInternals{}, err
+	}
+	if _, err := c.recipeData(what, p, []byte(id)); err != nil {
+		return lockInternals{}, err
+	}
+	return lockInternals{c: c, basePath: c.fullPath(p), lockName: lockName, driver: StandardDriver{}, maxLeases: 1}, nil
+}
+
+// Campaign queues the participant and blocks until it leads, ctx is done,
+// or the Client is closed, and returns the leadership as a [Hold]. Its
+// context is cancelled when the leadership ends: with cause ErrReleased
+// after [Hold.Release] (which resigns: the node is deleted and the next
+// participant leads), or a cause wrapping ErrLockLost when it is lost. It
+// keeps ctx's values but not its deadline or cancellation.
+//
+// Campaign grants leadership only to a node of the Client's current
+// session, seen first in a listing taken after the last change of the
+// connection's state, and read again before Campaign returns: it exists,
+// and its ephemeral owner is the current session (Curator 5.7's check,
+// CURATOR-696); this costs one round trip per grant. A node that vanishes
+// while Campaign waits (its
+// session expired, someone deleted it, the path was deleted and reaped) is
+// created again, under the Client's retry policy, parents too.
+//
+// On failure Campaign returns an error naming the path and wrapping
+// ctx.Err() (and its cause), ErrClosed, or the ZooKeeper error, and leaves
+// no node behind.
+func (e *Election) Campaign(ctx context.Context) (*Hold, error) {
+	if err := e.usable(ctx, "campaign"); err != nil {
+		return nil, err
+	}
+	return campaign(ctx, e.c, &e.li, e.id, "leadership "+e.path, e.path, &e.live)
+}
+
+// campaign is Election.Campaign on the engine li.
+func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p string, live *atomic.Int32) (*Hold, error) {
+	if ctx.Err() != nil {
+		return nil, opErr(ctx, "campaign", p, ctx.Err())
+	}
+	key := holdKey{lockID{c, li.basePath, li.lockName}}
+	release := func(h *hold) func() error { return func() error { return h.release(p) } }
+	if h, _ := ctx.Value(key).(*hold); h != nil && h.enter() {
+		return newHandle(h, h.ctx, p, release(h)), nil
+	}
+	start := time.Now()
+	c.emit(Event{Kind: EventAcquireStarted, Path: p})
+	node, snap, err := acquireOwned(ctx, c, li, id)
+	if err != nil {
+		return nil, opErr(ctx, "campaign", p, err)
+	}
+	h := newHold(c, ctx, holdSpec{key: key, name: name, path: p, node: node, live: live})
+	if !h.watch(snap, nil) {
+		return nil, opErr(ctx, "campaign", p, ErrClosed)
+	}
+	c.emit(Event{Kind: EventAcquired, Path: p, Node: c.relPath(node.path), Wait: time.Since(start), Position: node.position})
+	return newHandle(h, h.ctx, p, release(h)), nil
+}
+
+// acquireOwned queues a node on li and waits until it leads, then checks
+// that the node exists and belongs to the Client's current session before
+// it grants: the engine decided from a listing, and a listing may show a
+// node that is already gone, or an earlier session's node that is dying
+// (CURATOR-696). A node that fails the check is deleted and the
+// participant queues again, under the retry policy.
+func acquireOwned(ctx context.Context, c *Client, li *lockInternals, id string) (*lockNode, snapshot, error) {
+	r := newRetrier(c.opts.retry)
+	for {
+		node, snap, err := li.acquire(ctx, acquireReq{data: []byte(id)})
+		if err != nil {
+			return nil, snapshot{}, err
+		}
+		st, err := c.stat(ctx, node.path)
+		switch {
+		case err != nil:
+			c.deleteNode(node.path)
+			return nil, snapshot{}, err
+		case st != nil && st.EphemeralOwner == node.session && node.session == c.zc.SessionID():
+			return node, snap, nil
+		}
+		c.deleteNode(node.path)
+		if err := r.again(ctx, c.closing, "leader node "+node.path); err != nil {
+			return nil, snapshot{}, err
+		}
+	}
+}
+
+// Leader returns the id of the current leader: the data of the first node
+// in sequence order that still exists when read. It returns an error
+// wrapping ErrNoLeader when no participant takes part. Like Curator's
+// getLeader, it reads ZooKeeper at one moment; a leader may change right
+// after.
+func (e *Election) Leader(ctx context.Context) (string, error) {
+	if err := e.usable(ctx, "leader"); err != nil {
+		return "", err
+	}
+	return leaderOf(ctx, &e.li, e.path)
+}
+
+// Participants returns the participants in sequence order, the leader
+// first, each with its id and node; empty if none takes part. Nodes that
+// vanish while it reads are left out, and the first node that still exists
+// is marked as the leader, as Curator's getParticipants does.
+func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
+	if err := e.usable(ctx, "participants"); err != nil {
+		return nil, err
+	}
+	return participantsOf(ctx, &e.li, e.path)
+}
+
+// Observe reports the leader, at once and at every change: a new leader,
+// or none (a [Leader] with an empty Node). The channel holds the newest
+// state only: a reader that falls behind gets the latest leader, never a
+// stale one, and never slows the election down. It is closed when ctx ends
+// or the Client closes. While the connection is down Observe reports
+// nothing; once it is back, it reads the election again and reports a
+// change that happened meanwhile. A read that fails otherwise is reported
+// as a Leader with Err set, and Observe reads again after the Client's
+// retry policy's first back-off. The goroutine behind it belongs to the
+// Client, whose Close waits for it.
+func (e *Election) Observe(ctx context.Context) <-chan Leader {
+	out := make(chan Leader, 1)
+	if e.usable(ctx, "observe") != nil || !e.c.goFunc(func() { observe(ctx, &e.li, out) }) {
+		close(out)
+	}
+	return out
+}
+
+// Path returns the election's path, relative to the namespace.
+func (e *Election) Path() string {
+	if e == nil {
+		return ""
+	}
+	return e.path
+}
+
+// ID returns the participant id given to NewElection.
+func (e *Election) ID() string {
+	if e == nil {
+		return ""
+	}
+	return e.id
+}
+
+// IsLeader reports whether a leadership taken through e stands: a local
+// fact, as Curator's hasLeadership, with no ZooKeeper read.
+func (e *Election) IsLeader() bool {
+	return e != nil && e.live.Load() > 0
+}
+
+// usable returns an error wrapping ErrInvalidArgument for an Election not
+// made by NewElection, or a nil ctx, and ErrClosed on a closed Client.
+func (e *Election) usable(ctx context.Context, what string) error {
+	switch {
+	case e == nil || e.c == nil:
+		return wrapf(ErrInvalidArgument, "%s: Election not made by NewElection", what)
+	case ctx == nil:
+		return wrapf(ErrInvalidArgument, "%s %s: nil context", what, e.path)
+	}
+	if err := e.c.usable(); err != nil {
+		return wrapf(err, "%s %s", what, e.path)
+	}
+	return nil
+}
+
+// Participant is one participant of an election, as [Election.Participants]
+// and [Selector.Participants] report it.
+type Participant struct {
+	ID     string // the node's data as text: the participant id
+	Node   string // the node's path, relative to the namespace
+	Leader bool   // the first node that existed when read
+}
+
+// Leader is one state of an election, as [Election.Observe] reports it.
+type Leader struct {
+	ID   string // the leader's id; "" with no leader, or an empty id
+	Node string // the leader's node, relative to the namespace; "" with no leader
+	Err  error  // not nil if the election could not be read; ID and Node are then empty
+}
+
+// participantsOf lists the participants of the engine li's path.
+func participantsOf(ctx context.Context, li *lockInternals, p string) ([]Participant, error) {
+	c := li.c
+	children, err := li.sortedChildren(ctx)
+	if err != nil {
+		return nil, wrapf(err, "participants %s", p)
+	}
+	out := make([]Participant, 0, len(children))
+	for _, ch := range children {
+		full := path.Join(li.basePath, ch)
+		data, err := retry(c, ctx, func() ([]byte, error) {
+			d, _, err := c.zc.Get(full)
+			return d, err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, wrapf(err, "participants %s", p)
+		}
+		out = append(out, Participant{ID: string(data), Node: c.relPath(full), Leader: len(out) == 0})
+	}
+	return out, nil
+}
+
+// leaderOf returns the id of the leader of the engine li's path.
+func leaderOf(ctx context.Context, li *lockInternals, p string) (string, error) {
+	l, err := firstExisting(ctx, li)
+	if err != nil {
+		return "", wrapf(err, "leader %s", p)
+	}
+	if l.Node == "" {
+		return "", wrapf(ErrNoLeader, "leader %s", p)
+	}
+	return l.ID, nil
+}
+
+// firstExisting reads the leader of li's path: the first child in sort
+// order that exists when read, or a Leader with no Node.
+func firstExisting(ctx context.Context, li *lockInternals) (Leader, error) {
+	c := li.c
+	children, err := li.sortedChildren(ctx)
+	if err != nil {
+		return Leader{}, err
+	}
+	for _, ch := range children {
+		full := path.Join(li.basePath, ch)
+		data, err := retry(c, ctx, func() ([]byte, error) {
+			d, _, err := c.zc.Get(full)
+			return d, err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return Leader{}, err
+		}
+		return Leader{ID: string(data), Node: c.relPath(full)}, nil
+	}
+	return Leader{}, nil
+}
+
+// observe follows the leader of li's path until ctx ends or the Client
+// closes, and publishes each change on out, which it closes at the end.
+func observe(ctx context.Context, li *lockInternals, out chan Leader) {
+	defer close(out)
+	c := li.c
+	var last *Leader
+	for {
+		stateCh := c.stateChanged()
+		l, watch, err := watchLeader(ctx, li)
+		switch {
+		case ctx.Err() != nil || errors.Is(err, ErrClosed) || c.usable() != nil:
+			return
+		case retryable(err):
+			// Nothing to report while the connection is down: read again
+			// once it is back.
+			if c.awaitConnected(ctx, 0, 0) != nil {
+				return
+			}
+			continue
+		case err != nil:
+			l = Leader{Err: wrapf(err, "observe %s", c.relPath(li.basePath))}
+			watch = backOff(c)
+		}
+		if last == nil || last.ID != l.ID || last.Node != l.Node || (last.Err == nil) != (l.Err == nil) {
+			publish(out, l)
+			last = &l
+		}
+		select {
+		case <-watch:
+		case <-stateCh:
+			if c.awaitConnected(ctx, 0, 0) != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		case <-c.closing:
+			return
+		}
+	}
+}
+
+// publish replaces what out holds with l. Only the observer sends on out,
+// so once it has emptied the buffer the send cannot block.
+func publish(out chan Leader, l Leader) {
+	select {
+	case <-out:
+	default:
+	}
+	out <- l
+}
+
+// backOff returns a channel that fires after the retry policy's first
+// back-off (a second if it has none).
+func backOff(c *Client) <-chan zk.Event {
+	wait, ok := c.opts.retry.AllowRetry(0, 0)
+	if !ok || wait <= 0 {
+		wait = time.Second
+	}
+	ch := make(chan zk.Event, 1)
+	time.AfterFunc(wait, func() { ch <- zk.Event{} })
+	return ch
+}
+
+// watchLeader reads the leader of li's path and sets a watch that fires
+// when it may have changed: on the path's children, or, while the path
+// does not exist, on its creation.
+func watchLeader(ctx context.Context, li *lockInternals) (Leader, <-chan zk.Event, error) {
+	c := li.c
+	type listing struct {
+		children []string
+		watch    <-chan zk.Event
+	}
+	ls, err := await(c, ctx, func() (listing, error) {
+		ch, _, w, err := c.zc.ChildrenW(li.basePath)
+		if errors.Is(err, zk.ErrNoNode) {
+			var ok bool
+			ok, _, w, err = c.zc.ExistsW(li.basePath)
+			if err == nil && ok {
+				w = firedWatch // created meanwhile: read again
+			}
+		}
+		return listing{ch, w}, err
+	}, nil)
+	if err != nil {
+		return Leader{}, nil, closedErr(err)
+	}
+	sortChildren(ls.children, li.lockName, li.driver)
+	for _, ch := range ls.children {
+		full := path.Join(li.basePath, ch)
+		data, err := await(c, ctx, func() ([]byte, error) {
+			d, _, err := c.zc.Get(full)
+			return d, err
+		}, nil)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // its deletion fires the watch too
+		}
+		if err != nil {
+			return Leader{}, nil, closedErr(err)
+		}
+		return Leader{ID: string(data), Node: c.relPath(full)}, ls.watch, nil
+	}
+	return Leader{}, ls.watch, nil
+}

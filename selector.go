@@ -1,0 +1,188 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Selector is leader election in the layout of Curator's LeaderSelector,
+// which is an InterProcessMutex on the election's path: a Go Selector, a
+// Java LeaderSelector and a Java InterProcessMutex on the same path take
+// part in one election. The leader is the holder of the lock, and leads
+// while its function runs.
+//
+// A participant's node is "_c_<uuid>-lock-<seq10>" and holds its id, or,
+// with an empty id, the Client's node data ([WithNodeData]; by default the
+// host's IP address, as Curator's LeaderSelector without setId).
+//
+// A Selector is safe for concurrent use; each Lead or Run is a participant
+// of its own. Leadership ends as a [Mutex] hold ends: when the function
+// returns, and when the hold is lost (under StandardPolicy a suspension,
+// under SessionPolicy the session's loss, under both the node's deletion
+// or the Client's Close); the function's context is then cancelled with
+// the cause, and it must stop leading. Unlike Curator's LeaderSelector,
+// there is no thread to interrupt and no requeue flag to lose: [Selector.Run]
+// queues again after every term, for as long as its context lasts
+// (Curator's autoRequeue), and [Selector.Lead] leads once.
+type Selector struct {
+	// Written once by NewSelector, read-only after.
+	m  *Mutex
+	id string
+}
+
+// NewSelector returns a Selector on path, relative to the Client's
+// namespace, for the participant id, which becomes the data of the
+// participant's node (an empty id: the Client's node data). It does no
+// I/O. Its errors are [NewElection]'s.
+func NewSelector(c *Client, path, id string, opts ...LockOption) (*Selector, error) {
+	if _, err := electionEngine(c, "selector", path, id, "lock-", opts); err != nil {
+		return nil, err
+	}
+	var o lockOptions
+	if id != "" {
+		o.data = []byte(id)
+	}
+	m, err := newMutex(c, path, "lock-", 1, o)
+	if err != nil {
+		return nil, err
+	}
+	return &Selector{m: m, id: id}, nil
+}
+
+// Lead waits until the participant leads, runs fn, and resigns when fn
+// returns: one term, as [Mutex.Do]. fn's context ends as soon as ctx ends
+// or the leadership is lost, with that cause (see [Hold.Bind]). Lead
+// returns the error of the wait (wrapping ctx.Err(), ErrClosed or the
+// ZooKeeper error; no node is left behind), or else fn's error joined with
+// the resignation's, which wraps ErrLockLost if the leadership was lost.
+// If fn panics, Lead resigns and the panic goes on. A nil fn gives
+// ErrInvalidArgument.
+func (s *Selector) Lead(ctx context.Context, fn func(ctx context.Context) error) error {
+	if err := s.usable(ctx, "lead"); err != nil {
+		return err
+	}
+	return s.m.Do(ctx, fn)
+}
+
+// Run leads again and again: it waits for the leadership, runs fn while it
+// leads, resigns when fn returns, and queues again at the end of the
+// queue, until ctx ends, the Client closes, or fn fails. A term ends when
+// fn returns nil (fn gives the leadership up, as Curator's takeLeadership
+// returning) or when the leadership is lost (fn's context is then
+// cancelled with a cause wrapping ErrLockLost, and whatever fn returns is
+// taken for that loss); Run then queues again. A wait that fails on the
+// network, or a node that vanishes, is retried once the connection is
+// back, after a back-off, without limit: Run is meant to keep a
+// participant in the election for the life of the process.
+//
+// Run returns an error wrapping ctx.Err() once ctx ends, ErrClosed once the
+// Client is closed, or fn's error (joined with the resignation's) if fn
+// fails while the leadership stands. It never returns nil. A nil fn gives
+// ErrInvalidArgument.
+func (s *Selector) Run(ctx context.Context, fn func(ctx context.Context) error) error {
+	if err := s.usable(ctx, "run"); err != nil {
+		return err
+	}
+	if fn == nil {
+		return wrapf(ErrInvalidArgument, "run %s: nil function", s.m.path)
+	}
+	for {
+		hd, err := s.m.Lock(ctx)
+		if err == nil {
+			err = hd.run(ctx, fn)
+			if err == nil || errors.Is(hd.Err(), ErrLockLost) {
+				continue // a term ended: queue again
+			}
+		}
+		if ctx.Err() != nil {
+			return opErr(ctx, "run", s.m.path, ctx.Err())
+		}
+		if hd != nil || !requeues(err) {
+			return err
+		}
+		if err := s.pause(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// requeues reports whether Run queues again after a wait that failed with
+// err: a failure of the network, or a node that vanished too often.
+func requeues(err error) bool {
+	return retryable(err) || errors.Is(err, zk.ErrNoNode) || errors.Is(err, ErrLockLost) || errors.Is(err, ErrNotConnected)
+}
+
+// pause waits, before Run queues again after a failed wait, for the
+// connection and then for a back-off.
+func (s *Selector) pause(ctx context.Context) error {
+	c := s.m.c
+	if err := c.awaitConnected(ctx, 0, 0); err != nil {
+		return opErr(ctx, "run", s.m.path, err)
+	}
+	select {
+	case <-backOff(c):
+		return nil
+	case <-ctx.Done():
+		return opErr(ctx, "run", s.m.path, ctx.Err())
+	case <-c.closing:
+		return wrapf(ErrClosed, "run %s", s.m.path)
+	}
+}
+
+// Leader returns the id of the current leader (the data of the first node
+// that exists when read), or an error wrapping ErrNoLeader when no one
+// takes part; see [Election.Leader].
+func (s *Selector) Leader(ctx context.Context) (string, error) {
+	if err := s.usable(ctx, "leader"); err != nil {
+		return "", err
+	}
+	return leaderOf(ctx, &s.m.li, s.m.path)
+}
+
+// Participants returns the participants in queue order, the leader first;
+// see [Election.Participants].
+func (s *Selector) Participants(ctx context.Context) ([]Participant, error) {
+	if err := s.usable(ctx, "participants"); err != nil {
+		return nil, err
+	}
+	return participantsOf(ctx, &s.m.li, s.m.path)
+}
+
+// IsLeader reports whether a term run through s stands: a local fact,
+// with no ZooKeeper read.
+func (s *Selector) IsLeader() bool {
+	return s != nil && s.m.IsAcquiredInThisProcess()
+}
+
+// Path returns the election's path, relative to the namespace.
+func (s *Selector) Path() string {
+	if s == nil || s.m == nil {
+		return ""
+	}
+	return s.m.path
+}
+
+// ID returns the participant id given to NewSelector.
+func (s *Selector) ID() string {
+	if s == nil {
+		return ""
+	}
+	return s.id
+}
+
+// usable returns an error wrapping ErrInvalidArgument for a Selector not
+// made by NewSelector, or a nil ctx, and ErrClosed on a closed Client.
+func (s *Selector) usable(ctx context.Context, what string) error {
+	switch {
+	case s == nil || s.m == nil:
+		return wrapf(ErrInvalidArgument, "%s: Selector not made by NewSelector", what)
+	case ctx == nil:
+		return wrapf(ErrInvalidArgument, "%s %s: nil context", what, s.m.path)
+	}
+	if err := s.m.c.usable(); err != nil {
+		return wrapf(err, "%s %s", what, s.m.path)
+	}
+	return nil
+}
