@@ -52,6 +52,7 @@ type sizes struct {
 	Leases       int           // semaphore: L
 	Duration     time.Duration // contended, semaphore, rwread: S
 	Handoff      []int         // handoff: W (loopback)
+	HandoffMin   int           // handoff: at least this many handoffs per run (repetitions of a small W)
 	LatHandoff   []int         // handoff: W (latency)
 	RTPairs      int           // round trips: uncontended pairs counted
 	RTHandoff    []int         // round trips: handoff W counted
@@ -66,7 +67,7 @@ func referenceSizes() sizes {
 		Floor: 2000, Uncontended: 2000, LatPairs: 1000, Warmup: 500, PreWarm: 200,
 		ServerWarm: 3000, ServerWarmS: 3 * time.Second,
 		Contended: []int{4, 16}, Sessions: 16, Leases: 4, Duration: 10 * time.Second,
-		Handoff: []int{1, 2, 10, 1000, 2000}, LatHandoff: []int{1, 2, 10},
+		Handoff: []int{1, 2, 10, 1000, 2000}, LatHandoff: []int{1, 2, 10}, HandoffMin: 20,
 		RTPairs: 200, RTHandoff: []int{1, 10, 100},
 		MemWaiters: 2000, MemSessions: 50,
 		SessionLimit: 30 * time.Second,
@@ -79,7 +80,7 @@ func quickSizes() sizes {
 	s.Floor, s.Uncontended, s.LatPairs, s.Warmup, s.PreWarm = 200, 200, 50, 100, 50
 	s.ServerWarm, s.ServerWarmS = 300, 500*time.Millisecond
 	s.Duration = time.Second
-	s.Handoff, s.LatHandoff = []int{1, 2, 10}, []int{1, 2}
+	s.Handoff, s.LatHandoff, s.HandoffMin = []int{1, 2, 10}, []int{1, 2}, 5
 	s.RTPairs, s.RTHandoff = 50, []int{1, 10}
 	s.MemWaiters, s.MemSessions = 400, 20
 	return s

@@ -281,11 +281,9 @@ func (rep *report) addPerOp(t *table, rg, label string, libs []string) {
 // addScaling adds each library's handoff time at the largest W relative
 // to its own at W=10 (or the smallest W), round by round.
 func (rep *report) addScaling(t *table, rg string) {
-	lo, hi := rep.handoffSizes(rg)
-	if slices.Contains(rep.handoffList(rg), 10) && hi > 10 {
-		lo = 10
-	}
-	if lo == hi {
+	_, hi := rep.handoffSizes(rg)
+	lo := 10
+	if !slices.Contains(rep.handoffList(rg), lo) || hi <= lo {
 		return
 	}
 	row := []string{"handoff scaling", fmt.Sprintf("W=%d / W=%d", hi, lo)}

@@ -95,16 +95,24 @@ func makeFigures(sp spec, r raw) *figures {
 
 // makeSrvr computes the srvr deltas over the measured part, per op.
 func makeSrvr(sp spec, rec *recorder, ops int64) *srvrDelta {
-	if rec == nil {
+	if rec == nil || ops <= 0 {
 		return nil
 	}
-	from, to, ok := rec.span(sp.Workload)
-	if !ok || from.SrvrErr != nil || to.SrvrErr != nil || ops <= 0 {
+	ivs := rec.intervals(sp.Workload)
+	if len(ivs) == 0 {
 		return nil
 	}
-	// Each nudge is one request in and one reply out.
-	nudges := to.Nudges - from.Nudges
-	d := &srvrDelta{Received: to.Received - from.Received - nudges, Sent: to.Sent - from.Sent - nudges}
+	d := &srvrDelta{}
+	for _, iv := range ivs {
+		from, to := iv[0], iv[1]
+		if from.SrvrErr != nil || to.SrvrErr != nil {
+			return nil
+		}
+		// Each nudge is one request in and one reply out.
+		nudges := to.Nudges - from.Nudges
+		d.Received += to.Received - from.Received - nudges
+		d.Sent += to.Sent - from.Sent - nudges
+	}
 	d.ReceivedPerOp = float64(d.Received) / float64(ops)
 	d.SentPerOp = float64(d.Sent) / float64(ops)
 	return d
@@ -116,13 +124,16 @@ func makeRequests(sp spec, rec *recorder, ops int64) *float64 {
 	if rec == nil || len(rec.proxies) == 0 || ops <= 0 {
 		return nil
 	}
-	from, to, ok := rec.span(sp.Workload)
-	if !ok || len(from.Counts) != len(to.Counts) {
+	ivs := rec.intervals(sp.Workload)
+	if len(ivs) == 0 {
 		return nil
 	}
 	var n int64
-	for i := range to.Counts {
-		n += to.Counts[i].minus(from.Counts[i]).total()
+	for _, iv := range ivs {
+		from, to := iv[0], iv[1]
+		for i := range min(len(from.Counts), len(to.Counts)) {
+			n += to.Counts[i].minus(from.Counts[i]).total()
+		}
 	}
 	return ptr(float64(n) / float64(ops))
 }

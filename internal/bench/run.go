@@ -219,7 +219,7 @@ func plan(cfg config, rg regime) []spec {
 	add(spec{Workload: wSemaphore, C: s.Sessions, Leases: s.Leases, Dur: s.Duration, Warmup: s.PreWarm})
 	add(spec{Workload: wRWRead, C: s.Sessions, Dur: s.Duration, Warmup: s.PreWarm})
 	for _, w := range s.Handoff {
-		add(spec{Workload: wHandoff, N: w, Warmup: s.PreWarm})
+		add(spec{Workload: wHandoff, N: w, Warmup: s.PreWarm, Reps: (s.HandoffMin + w - 1) / w})
 	}
 	return out
 }
@@ -234,7 +234,7 @@ func runOne(ctx context.Context, e *env, lib library, sp spec, rg regime, round 
 	}
 	defer rt.close()
 	rec := newRecorder(e, sp)
-	rec.srvr, rec.proxies = true, rt.proxies
+	rec.srvr, rec.proxies, rec.quiet = true, rt.proxies, timedQuiet
 	if prog != nil {
 		prog.begin(fmt.Sprintf("%s, round %d: %s: %s", rg.Name, round+1, sp.label(), displayName(lib.name())))
 	}

@@ -55,7 +55,7 @@ func tinySpecs() []spec {
 		{Workload: wContended, C: 3, Dur: d, Warmup: 2},
 		{Workload: wSemaphore, C: 3, Leases: 2, Dur: d, Warmup: 2},
 		{Workload: wRWRead, C: 2, Dur: d, Warmup: 2},
-		{Workload: wHandoff, N: 3, Warmup: 2},
+		{Workload: wHandoff, N: 3, Warmup: 2, Reps: 2},
 	}
 }
 
