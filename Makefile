@@ -54,16 +54,16 @@ demo: deps
 # stdout, JSON in bench-results.json. See internal/bench/README.md.
 #   make bench                  both regimes, reference sizes, data on disk
 #   make bench TMPFS=1          data on tmpfs (/dev/shm): the targets' setting
-#   make bench QUICK=1          every workload shrunk: a couple of minutes
+#   make bench QUICK=1          a smoke check, every size shrunk, 2 rounds: 2-3 minutes
 #   make bench REGIME=latency   loopback, latency or both (the default)
 #   make bench DELAY=2ms        the latency regime's delay each way (1ms)
-#   make bench ROUNDS=5         rounds (3)
+#   make bench ROUNDS=5         rounds (3; QUICK: 2)
 #   make bench BENCHFLAGS='-workloads handoff -libs zklock,curator -server-jvm test'
 REGIME ?= both
-ROUNDS ?= 3
+ROUNDS ?=
 DELAY  ?= 1ms
 bench: deps
-	$(GO) run ./internal/bench $(if $(filter 1 yes true,$(TMPFS)),-tmpfs) $(if $(filter 1 yes true,$(QUICK)),-quick) -regime $(REGIME) -rounds $(ROUNDS) -delay $(DELAY) $(BENCHFLAGS)
+	$(GO) run ./internal/bench $(if $(filter 1 yes true,$(TMPFS)),-tmpfs) $(if $(filter 1 yes true,$(QUICK)),-quick) -regime $(REGIME) $(if $(ROUNDS),-rounds $(ROUNDS)) -delay $(DELAY) $(BENCHFLAGS)
 
 # The chaos suite (internal/chaos, see its package doc): 16 sessions, each
 # behind its own fault proxy, contend on a Mutex, a ReadWriteLock and a

@@ -77,11 +77,11 @@ func referenceSizes() sizes {
 // quickSizes shrink everything so that a whole run takes a minute or two.
 func quickSizes() sizes {
 	s := referenceSizes()
-	s.Floor, s.Uncontended, s.LatPairs, s.Warmup, s.PreWarm = 200, 200, 50, 100, 50
+	s.Floor, s.Uncontended, s.LatPairs, s.Warmup, s.PreWarm = 200, 200, 50, 50, 20
 	s.ServerWarm, s.ServerWarmS = 300, 500*time.Millisecond
-	s.Duration = time.Second
-	s.Handoff, s.LatHandoff, s.HandoffMin = []int{1, 2, 10}, []int{1, 2}, 5
-	s.RTPairs, s.RTHandoff = 50, []int{1, 10}
+	s.Contended, s.Duration = []int{16}, time.Second
+	s.Handoff, s.LatHandoff, s.HandoffMin = []int{1, 10}, []int{1}, 5
+	s.RTPairs, s.RTHandoff = 50, []int{1}
 	s.MemWaiters, s.MemSessions = 400, 20
 	return s
 }
@@ -110,6 +110,13 @@ const (
 const (
 	jvmDefault = "default" // Java's defaults and zkServer.sh's heap
 	jvmTest    = "test"    // zktest's: a small heap, serial GC, C1 only
+)
+
+// Rounds unless -rounds says otherwise: BENCHMARKS.md asks for at least
+// three; -quick, a smoke check, makes do with two.
+const (
+	defaultRounds = 3
+	quickRounds   = 2
 )
 
 // userServerJVM is the heap zkServer.sh gives ZooKeeper (ZK_SERVER_HEAP);
@@ -155,7 +162,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.Nudge, "nudge", defaultNudge, "how often to send the server a read during runs, against ZOOKEEPER-4537's stalls (0: never)")
 	fs.StringVar(&regimes, "regime", "both", "loopback, latency or both: how the clients reach the server")
 	fs.DurationVar(&delay, "delay", time.Millisecond, "latency regime: the delay added each way by a proxy")
-	fs.IntVar(&c.Rounds, "rounds", 3, "rounds of every timed workload, the libraries' order rotated each round")
+	fs.IntVar(&c.Rounds, "rounds", 0, "rounds of every timed workload, the libraries' order rotated each round (0: 3, or 2 with -quick)")
 	fs.StringVar(&c.ServerJVM, "server-jvm", jvmDefault, "the server's JVM: default (Java's defaults, "+userServerJVM+" as zkServer.sh) or test (zktest's: -Xmx256m, serial GC, C1 only)")
 	fs.StringVar(&handoff, "handoff", "", "comma-separated handoff sizes W, both regimes (default: by mode and regime)")
 	fs.DurationVar(&dur, "duration", 0, "duration S of the timed workloads (default: by mode)")
@@ -178,8 +185,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 // setRegimes validates -regime, -delay, -rounds and -server-jvm.
 func (c *config) setRegimes(regimes string, delay time.Duration) error {
 	switch {
-	case c.Rounds < 1:
-		return errors.New("-rounds must be at least 1")
+	case c.Rounds == 0 && c.Quick:
+		c.Rounds = quickRounds
+	case c.Rounds == 0:
+		c.Rounds = defaultRounds
+	}
+	switch {
+	case c.Rounds < 0:
+		return errors.New("-rounds must not be negative")
 	case c.ServerJVM != jvmDefault && c.ServerJVM != jvmTest:
 		return fmt.Errorf("-server-jvm %q: want %s or %s", c.ServerJVM, jvmDefault, jvmTest)
 	case delay <= 0:

@@ -37,7 +37,7 @@ func TestParseFlags(t *testing.T) {
 		t.Errorf("flags: %+v", c)
 	}
 	for _, bad := range [][]string{{"-workloads", "nope"}, {"-libs", ""}, {"-handoff", "0"}, {"-limit", "0s"}, {"extra"},
-		{"-rounds", "0"}, {"-regime", "lan"}, {"-delay", "0s"}, {"-server-jvm", "big"}} {
+		{"-rounds", "-1"}, {"-regime", "lan"}, {"-delay", "0s"}, {"-server-jvm", "big"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("%q: no error", bad)
 		}

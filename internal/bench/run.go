@@ -154,10 +154,13 @@ func newReport(ctx context.Context, cfg config, e *env) *report {
 	if cfg.Quick {
 		mode = "quick"
 	}
-	jvm := strings.Join(zktest.DefaultServerJVMFlags(), " ") + " (zktest's test settings)"
+	flags := zktest.DefaultServerJVMFlags()
+	jvm := strings.Join(flags, " ") + " (zktest's test settings)"
 	if cfg.ServerJVM == jvmDefault {
+		flags = strings.Fields(userServerJVM)
 		jvm = userServerJVM + " (as zkServer.sh), Java's defaults otherwise"
 	}
+	jvm += "; GC: " + jvmGC(ctx, flags)
 	return &report{
 		Started: time.Now(), Mode: mode, Storage: e.storage, ZooKeeper: e.zkVersion, ServerJVM: jvm,
 		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Java: javaVersion(ctx),
