@@ -100,6 +100,9 @@ func runAll(t *testing.T, e *env, lib library, rg regime) {
 		if lib.supports(sp.Workload) {
 			res := runOne(context.Background(), e, lib, sp, rg, 0, smokeLimit, quiet())
 			checkResult(t, res)
+			if f := res.Figures; sp.Workload == wHandoff && f != nil && f.Ops != int64(sp.N*sp.reps()) {
+				t.Errorf("%s %s: %d handoffs, want %d x %d", res.Label, res.Library, f.Ops, sp.N, sp.reps())
+			}
 			if rg.Delay > 0 && (res.Requests == nil || *res.Requests <= 0) {
 				t.Errorf("%s %s, latency: requests per op %v", res.Label, res.Library, res.Requests)
 			}
