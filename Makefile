@@ -48,14 +48,22 @@ demo: deps
 	$(GO) run ./examples/seckill
 
 # Benchmarks (not part of `make test`): BENCHMARKS.md's workloads for zklock,
-# Apache Curator and zk.Lock against a ZooKeeper of their own; tables on
+# Apache Curator and zk.Lock against a ZooKeeper of their own (Java's
+# defaults, -Xmx1000m), warmed with every library first, ROUNDS rounds
+# with the libraries' order rotated, medians and spreads; tables on
 # stdout, JSON in bench-results.json. See internal/bench/README.md.
-#   make bench                  reference sizes, ZooKeeper's data on disk
-#   make bench TMPFS=1          data on tmpfs (/dev/shm)
-#   make bench QUICK=1          every workload shrunk: about a minute
-#   make bench BENCHFLAGS='-workloads handoff -libs zklock,curator'
+#   make bench                  both regimes, reference sizes, data on disk
+#   make bench TMPFS=1          data on tmpfs (/dev/shm): the targets' setting
+#   make bench QUICK=1          a smoke check, every size shrunk, 2 rounds: 2-3 minutes
+#   make bench REGIME=latency   loopback, latency or both (the default)
+#   make bench DELAY=2ms        the latency regime's delay each way (1ms)
+#   make bench ROUNDS=5         rounds (3; QUICK: 2)
+#   make bench BENCHFLAGS='-workloads handoff -libs zklock,curator -server-jvm test'
+REGIME ?= both
+ROUNDS ?=
+DELAY  ?= 1ms
 bench: deps
-	$(GO) run ./internal/bench $(if $(filter 1 yes true,$(TMPFS)),-tmpfs) $(if $(filter 1 yes true,$(QUICK)),-quick) $(BENCHFLAGS)
+	$(GO) run ./internal/bench $(if $(filter 1 yes true,$(TMPFS)),-tmpfs) $(if $(filter 1 yes true,$(QUICK)),-quick) -regime $(REGIME) $(if $(ROUNDS),-rounds $(ROUNDS)) -delay $(DELAY) $(BENCHFLAGS)
 
 # The chaos suite (internal/chaos, see its package doc): 16 sessions, each
 # behind its own fault proxy, contend on a Mutex, a ReadWriteLock and a

@@ -42,12 +42,18 @@ func allLibs() []string { return []string{libZklock, libCurator, libZK} }
 type sizes struct {
 	Floor        int           // floor: raw create+delete pairs
 	Uncontended  int           // uncontended: acquire+release pairs
+	LatPairs     int           // floor and uncontended in the latency regime
 	Warmup       int           // unmeasured pairs before floor and uncontended
 	PreWarm      int           // unmeasured pairs of the recipe before the other workloads
-	Sessions     int           // contended, semaphore, rwread: C
+	ServerWarm   int           // unmeasured pairs per library before anything is timed
+	ServerWarmS  time.Duration // then that long contended (Sessions) per library, unmeasured
+	Contended    []int         // contended: C
+	Sessions     int           // semaphore, rwread: C
 	Leases       int           // semaphore: L
 	Duration     time.Duration // contended, semaphore, rwread: S
-	Handoff      []int         // handoff: W
+	Handoff      []int         // handoff: W (loopback)
+	HandoffMin   int           // handoff: at least this many handoffs per run (repetitions of a small W)
+	LatHandoff   []int         // handoff: W (latency)
 	RTPairs      int           // round trips: uncontended pairs counted
 	RTHandoff    []int         // round trips: handoff W counted
 	MemWaiters   int           // memory: W
@@ -58,25 +64,64 @@ type sizes struct {
 // referenceSizes are BENCHMARKS.md's reference sizes.
 func referenceSizes() sizes {
 	return sizes{
-		Floor: 2000, Uncontended: 2000, Warmup: 500, PreWarm: 200,
-		Sessions: 16, Leases: 4, Duration: 10 * time.Second,
-		Handoff: []int{10, 100, 1000, 2000},
-		RTPairs: 200, RTHandoff: []int{10, 100},
+		Floor: 2000, Uncontended: 2000, LatPairs: 1000, Warmup: 500, PreWarm: 200,
+		ServerWarm: 3000, ServerWarmS: 3 * time.Second,
+		Contended: []int{4, 16}, Sessions: 16, Leases: 4, Duration: 10 * time.Second,
+		Handoff: []int{1, 2, 10, 1000, 2000}, LatHandoff: []int{1, 2, 10}, HandoffMin: 20,
+		RTPairs: 200, RTHandoff: []int{1, 10, 100},
 		MemWaiters: 2000, MemSessions: 50,
 		SessionLimit: 30 * time.Second,
 	}
 }
 
-// quickSizes shrink everything so that a whole run takes about a minute.
+// quickSizes shrink everything so that a whole run takes a minute or two.
 func quickSizes() sizes {
 	s := referenceSizes()
-	s.Floor, s.Uncontended, s.PreWarm = 200, 200, 100
-	s.Duration = 2 * time.Second
-	s.Handoff = []int{10, 100}
-	s.RTPairs = 50
+	s.Floor, s.Uncontended, s.LatPairs, s.Warmup, s.PreWarm = 200, 200, 50, 50, 20
+	s.ServerWarm, s.ServerWarmS = 300, 500*time.Millisecond
+	s.Contended, s.Duration = []int{16}, time.Second
+	s.Handoff, s.LatHandoff, s.HandoffMin = []int{1, 10}, []int{1}, 5
+	s.RTPairs, s.RTHandoff = 50, []int{1}
 	s.MemWaiters, s.MemSessions = 400, 20
 	return s
 }
+
+// forRegime returns the sizes that apply in regime rg.
+func (s sizes) forRegime(rg regime) sizes {
+	if rg.Delay > 0 {
+		s.Floor, s.Uncontended, s.Handoff = s.LatPairs, s.LatPairs, s.LatHandoff
+	}
+	return s
+}
+
+// regime is how every session of a run reaches the server.
+type regime struct {
+	Name  string        // regLoopback or regLatency
+	Delay time.Duration // added one way, by a proxy; 0 on loopback
+}
+
+// Regime names, as given to -regime.
+const (
+	regLoopback = "loopback"
+	regLatency  = "latency"
+)
+
+// Server JVM settings, as given to -server-jvm.
+const (
+	jvmDefault = "default" // Java's defaults and zkServer.sh's heap
+	jvmTest    = "test"    // zktest's: a small heap, serial GC, C1 only
+)
+
+// Rounds unless -rounds says otherwise: BENCHMARKS.md asks for at least
+// three; -quick, a smoke check, makes do with two.
+const (
+	defaultRounds = 3
+	quickRounds   = 2
+)
+
+// userServerJVM is the heap zkServer.sh gives ZooKeeper (ZK_SERVER_HEAP);
+// everything else is Java's default.
+const userServerJVM = "-Xmx1000m"
 
 // config is what the flags ask for.
 type config struct {
@@ -85,6 +130,9 @@ type config struct {
 	DataDir   string // parent of the server's data directory; "" picks one
 	Workloads []string
 	Libs      []string
+	Regimes   []regime
+	Rounds    int           // rounds of every timed workload, the libraries' order rotated
+	ServerJVM string        // jvmDefault or jvmTest
 	Limit     time.Duration // per workload and library
 	JSONPath  string
 	Nudge     time.Duration // how often the controller reads (see nudge.go); 0: never
@@ -102,9 +150,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	var workloads, libs, handoff string
-	var dur time.Duration
-	fs.BoolVar(&c.Quick, "quick", false, "shrink every workload so the whole run takes about a minute")
+	var workloads, libs, handoff, regimes string
+	var dur, delay time.Duration
+	fs.BoolVar(&c.Quick, "quick", false, "shrink every workload so the whole run takes a minute or two")
 	fs.BoolVar(&c.Tmpfs, "tmpfs", false, "keep ZooKeeper's dataDir on tmpfs (/dev/shm) instead of disk")
 	fs.StringVar(&c.DataDir, "datadir", "", "directory for ZooKeeper's dataDir (overrides the storage mode's choice)")
 	fs.StringVar(&workloads, "workloads", strings.Join(allWorkloads(), ","), "comma-separated workloads to run")
@@ -112,7 +160,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.Limit, "limit", 180*time.Second, "time limit of each workload of each library; past it: DNF")
 	fs.StringVar(&c.JSONPath, "json", "bench-results.json", "file to write the results to as JSON (\"\" for none)")
 	fs.DurationVar(&c.Nudge, "nudge", defaultNudge, "how often to send the server a read during runs, against ZOOKEEPER-4537's stalls (0: never)")
-	fs.StringVar(&handoff, "handoff", "", "comma-separated handoff sizes W (default: by mode)")
+	fs.StringVar(&regimes, "regime", "both", "loopback, latency or both: how the clients reach the server")
+	fs.DurationVar(&delay, "delay", time.Millisecond, "latency regime: the delay added each way by a proxy")
+	fs.IntVar(&c.Rounds, "rounds", 0, "rounds of every timed workload, the libraries' order rotated each round (0: 3, or 2 with -quick)")
+	fs.StringVar(&c.ServerJVM, "server-jvm", jvmDefault, "the server's JVM: default (Java's defaults, "+userServerJVM+" as zkServer.sh) or test (zktest's: -Xmx256m, serial GC, C1 only)")
+	fs.StringVar(&handoff, "handoff", "", "comma-separated handoff sizes W, both regimes (default: by mode and regime)")
 	fs.DurationVar(&dur, "duration", 0, "duration S of the timed workloads (default: by mode)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./internal/bench [flags]\n\nRuns BENCHMARKS.md's workloads for zklock, Curator and zk.Lock.\n\n")
@@ -124,7 +176,40 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if err := c.setRegimes(regimes, delay); err != nil {
+		return config{}, err
+	}
 	return c.finish(workloads, libs, handoff, dur)
+}
+
+// setRegimes validates -regime, -delay, -rounds and -server-jvm.
+func (c *config) setRegimes(regimes string, delay time.Duration) error {
+	switch {
+	case c.Rounds == 0 && c.Quick:
+		c.Rounds = quickRounds
+	case c.Rounds == 0:
+		c.Rounds = defaultRounds
+	}
+	switch {
+	case c.Rounds < 0:
+		return errors.New("-rounds must not be negative")
+	case c.ServerJVM != jvmDefault && c.ServerJVM != jvmTest:
+		return fmt.Errorf("-server-jvm %q: want %s or %s", c.ServerJVM, jvmDefault, jvmTest)
+	case delay <= 0:
+		return errors.New("-delay must be positive")
+	}
+	lo, lat := regime{Name: regLoopback}, regime{Name: regLatency, Delay: delay}
+	switch strings.ToLower(regimes) {
+	case regLoopback:
+		c.Regimes = []regime{lo}
+	case regLatency:
+		c.Regimes = []regime{lat}
+	case "both", "":
+		c.Regimes = []regime{lo, lat}
+	default:
+		return fmt.Errorf("-regime %q: want loopback, latency or both", regimes)
+	}
+	return nil
 }
 
 // finish validates and applies the list-valued flags.
@@ -156,6 +241,7 @@ func (c config) finish(workloads, libs, handoff string, dur time.Duration) (conf
 		if c.Sizes.Handoff, err = parseInts(handoff); err != nil {
 			return c, fmt.Errorf("-handoff: %w", err)
 		}
+		c.Sizes.LatHandoff = c.Sizes.Handoff
 	}
 	return c, nil
 }

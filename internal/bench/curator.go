@@ -79,7 +79,7 @@ func (c *curatorLib) args(sp spec, ep endpoints, limit time.Duration) []string {
 	case wFloor, wUncontended:
 		return append(args, itoa(sp.N), itoa(sp.Warmup))
 	case wHandoff:
-		return append(args, itoa(sp.N), itoa(sp.Warmup))
+		return append(args, itoa(sp.N), itoa(sp.Warmup), itoa(sp.reps()))
 	case wSemaphore:
 		return append(args, itoa(sp.C), itoa(sp.Leases), ms, itoa(sp.Warmup))
 	}

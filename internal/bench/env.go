@@ -52,7 +52,11 @@ func startEnv(ctx context.Context, cfg config) (*env, error) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, startServerTimeout)
 	defer cancel()
-	cluster, err := zktest.Start(sctx, zktest.Config{DataDir: dataDir})
+	zc := zktest.Config{DataDir: dataDir}
+	if cfg.ServerJVM == jvmDefault {
+		zc.ServerJVMFlags = userServerJVM
+	}
+	cluster, err := zktest.Start(sctx, zc)
 	if err != nil {
 		return nil, fmt.Errorf("start ZooKeeper: %w", err)
 	}
@@ -286,4 +290,46 @@ func (e *env) close() error {
 		errs = append(errs, os.RemoveAll(e.logDir))
 	}
 	return errors.Join(errs...)
+}
+
+// route is how a run's sessions reach the server: directly on loopback,
+// or in the latency regime through two proxies that delay every byte
+// (one for a handoff's gate session, one for every other session) and
+// count the requests.
+type route struct {
+	ep      endpoints
+	proxies []*countingProxy // waiters', gate's; nil when direct
+}
+
+// openRoute returns a route to the server for regime rg; close it.
+func (e *env) openRoute(rg regime) (*route, error) {
+	if rg.Delay <= 0 {
+		return &route{ep: endpoints{Servers: []string{e.server}, Gate: []string{e.server}}}, nil
+	}
+	return e.openCounted(rg.Delay)
+}
+
+// openCounted returns a route through two counting proxies, each adding
+// delay each way (none if zero).
+func (e *env) openCounted(delay time.Duration) (*route, error) {
+	waiters, err := newCountingProxy(e.server, delay)
+	if err != nil {
+		return nil, err
+	}
+	gate, err := newCountingProxy(e.server, delay)
+	if err != nil {
+		waiters.Close()
+		return nil, err
+	}
+	return &route{
+		ep:      endpoints{Servers: []string{waiters.Addr()}, Gate: []string{gate.Addr()}},
+		proxies: []*countingProxy{waiters, gate},
+	}, nil
+}
+
+// close closes the route's proxies, and with them any connection left.
+func (r *route) close() {
+	for _, p := range r.proxies {
+		p.Close()
+	}
 }

@@ -241,19 +241,39 @@ func (g *goLib) handoff(ctx context.Context, sp spec, ep endpoints, ph phaser, s
 	if err := ph(ctx, phaseReady); err != nil {
 		return raw{}, err
 	}
-	// The waiters' lock objects come after phaseReady: they are part of
-	// what a waiter costs.
+	var seconds float64
+	for rep := range sp.reps() {
+		if rep > 0 {
+			if err := gate.acquire(ctx); err != nil {
+				return raw{}, fmt.Errorf("gate, repetition %d: %w", rep+1, err)
+			}
+		}
+		s, err := handoffOnce(ctx, gate, ss, sp.Path, ph, set)
+		if err != nil {
+			return raw{}, err
+		}
+		seconds += s
+	}
+	return raw{Ops: int64(sp.N * sp.reps()), Seconds: seconds}, ph(ctx, phaseMeasured)
+}
+
+// handoffOnce queues a waiter of each session behind the gate, which
+// holds the lock, releases the gate and times until every waiter is done.
+// The waiters' lock objects are part of what a waiter costs: they are
+// made here.
+func handoffOnce(ctx context.Context, gate locker, ss []goSession, p string, ph phaser, set *sessionSet) (float64, error) {
 	ls := make([]locker, len(ss))
 	for i, s := range ss {
-		if ls[i], err = s.mutex(sp.Path); err != nil {
-			return raw{}, err
+		var err error
+		if ls[i], err = s.mutex(p); err != nil {
+			return 0, err
 		}
 	}
 	seconds, err := queueAndRelease(ctx, gate, ls, ph, set)
 	if err != nil {
-		return raw{}, err
+		return 0, err
 	}
-	return raw{Ops: int64(sp.N), Seconds: seconds}, ph(ctx, phaseMeasured)
+	return seconds, ph(ctx, phaseDrained)
 }
 
 // queueAndRelease starts every waiter, waits for the phaser to see them

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -195,4 +196,21 @@ func logTail(path string, lines int) string {
 		all = all[len(all)-lines:]
 	}
 	return strings.Join(all, "\n")
+}
+
+// jvmGC returns the garbage collector java picks with flags ("G1"), from
+// -XX:+PrintCommandLineFlags, or "unknown".
+func jvmGC(ctx context.Context, flags []string) string {
+	java, err := findJavaProgram("java")
+	if err != nil {
+		return "unknown"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	args := append(slices.Clone(flags), "-XX:+PrintCommandLineFlags", "-version")
+	out, _ := exec.CommandContext(ctx, java, args...).CombinedOutput()
+	if m := regexp.MustCompile(`-XX:\+Use(\w+)GC\b`).FindSubmatch(out); m != nil {
+		return string(m[1])
+	}
+	return "unknown"
 }

@@ -1,10 +1,15 @@
 // Command bench measures zklock against Apache Curator 5.4 and
 // go-zookeeper's zk.Lock on the workloads of BENCHMARKS.md, side by side
 // against one real ZooKeeper server that it starts itself (through
-// internal/zktest), and prints the figures, zklock's ratios, the round
-// trips per operation and the memory per queued waiter:
+// internal/zktest) with Java's defaults and a 1 GB heap. It warms the
+// server with every library, runs every workload for several rounds with
+// the libraries' order rotated, on loopback and through a fixed delay
+// each way, and prints the medians and spreads of the figures and of
+// zklock's ratios, BENCHMARKS.md's targets met or missed, the requests
+// per operation and the memory per queued waiter:
 //
-//	go run ./internal/bench [-quick] [-tmpfs] [-workloads ...] [-libs ...]
+//	go run ./internal/bench [-quick] [-tmpfs] [-regime loopback|latency|both]
+//		[-delay 1ms] [-rounds 3] [-server-jvm default|test] [-workloads ...] [-libs ...]
 //
 // See README.md in this directory.
 package main

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -94,11 +95,13 @@ func (c opCounts) named() map[string]int64 {
 	return out
 }
 
-// countingProxy forwards TCP connections to a ZooKeeper server and counts
-// the requests clients send, by op code; pings and connect requests are
-// not counted. Its methods are safe for concurrent use.
+// countingProxy forwards TCP connections to a ZooKeeper server, each byte
+// after a fixed delay in each direction (none if zero), and counts the
+// requests clients send, by op code; pings and connect requests are not
+// counted. Its methods are safe for concurrent use.
 type countingProxy struct {
 	target string
+	delay  time.Duration // one way
 	ln     net.Listener
 	wg     sync.WaitGroup
 
@@ -110,13 +113,14 @@ type countingProxy struct {
 }
 
 // newCountingProxy listens on a free port of 127.0.0.1 and forwards every
-// connection to target. The caller must Close it.
-func newCountingProxy(target string) (*countingProxy, error) {
+// connection to target, delaying what it forwards by delay each way. The
+// caller must Close it.
+func newCountingProxy(target string, delay time.Duration) (*countingProxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("counting proxy: listen: %w", err)
 	}
-	p := &countingProxy{target: target, ln: ln, counts: make(opCounts), conns: make(map[net.Conn]struct{})}
+	p := &countingProxy{target: target, delay: delay, ln: ln, counts: make(opCounts), conns: make(map[net.Conn]struct{})}
 	p.wg.Add(1)
 	go p.acceptLoop()
 	return p, nil
@@ -192,7 +196,9 @@ func (p *countingProxy) acceptLoop() {
 	}
 }
 
-// serve forwards one connection both ways, counting what the client sends.
+// serve forwards one connection both ways, each after the proxy's delay,
+// counting what the client sends. Either side's end is passed on once
+// what came before it has been delivered.
 func (p *countingProxy) serve(client net.Conn) {
 	defer p.wg.Done()
 	defer p.untrack(client)
@@ -201,15 +207,93 @@ func (p *countingProxy) serve(client net.Conn) {
 		return // the client sees its connection close
 	}
 	defer p.untrack(up)
+	toClient, toServer := newDelayedWriter(client, p.delay), newDelayedWriter(up, p.delay)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = io.Copy(client, up)
-		client.Close()
+		_, _ = io.Copy(toClient, up)
+		toClient.Close()
 	}()
-	_ = p.countFrames(up, client)
-	up.Close()
+	_ = p.countFrames(toServer, client)
+	toServer.Close()
 	<-done
+}
+
+// errDelivery is returned by a delayedWriter's Write once a delivery has
+// failed.
+var errDelivery = errors.New("delayed delivery failed")
+
+// delayedWriter writes to dst what it is given, each chunk delay after
+// the Write that gave it: a fixed latency, not a cap on throughput. Each
+// chunk is stamped on arrival and released at its own deadline, so that
+// chunks queued behind a late one go out at once, and the timer's
+// granularity (about 1ms here) adds to the delay but never accumulates.
+// One goroutine calls Write and then Close.
+type delayedWriter struct {
+	dst    io.WriteCloser
+	delay  time.Duration
+	queue  chan delayedChunk // closed by Close
+	failed chan struct{}     // closed once a write to dst fails
+	done   chan struct{}     // closed once the queue is drained
+}
+
+// delayedChunk is a chunk and the time it is due.
+type delayedChunk struct {
+	due time.Time
+	b   []byte
+}
+
+// newDelayedWriter returns a writer to dst with the given delay; with
+// none it writes through.
+func newDelayedWriter(dst io.WriteCloser, delay time.Duration) *delayedWriter {
+	w := &delayedWriter{dst: dst, delay: delay}
+	if delay > 0 {
+		w.queue, w.failed, w.done = make(chan delayedChunk, 4096), make(chan struct{}), make(chan struct{})
+		go w.deliver()
+	}
+	return w
+}
+
+// Write queues a copy of b, due delay from now.
+func (w *delayedWriter) Write(b []byte) (int, error) {
+	if w.delay <= 0 {
+		return w.dst.Write(b)
+	}
+	select {
+	case w.queue <- delayedChunk{due: time.Now().Add(w.delay), b: bytes.Clone(b)}:
+		return len(b), nil
+	case <-w.failed:
+		return 0, errDelivery
+	}
+}
+
+// Close waits until every queued chunk is delivered (or dropped after a
+// failure), then closes dst.
+func (w *delayedWriter) Close() error {
+	if w.delay > 0 {
+		close(w.queue)
+		<-w.done
+	}
+	return w.dst.Close()
+}
+
+// deliver writes each chunk at its deadline, until the queue is closed.
+func (w *delayedWriter) deliver() {
+	defer close(w.done)
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	for c := range w.queue {
+		if d := time.Until(c.due); d > 0 {
+			t.Reset(d)
+			<-t.C
+		}
+		if _, err := w.dst.Write(c.b); err != nil {
+			close(w.failed)
+			for range w.queue { // unblock Write until Close
+			}
+			return
+		}
+	}
 }
 
 // countFrames copies frames from src to dst until either fails, counting

@@ -59,7 +59,7 @@ func echoServer(t *testing.T) (addr string, got func() []byte) {
 
 func TestCountingProxyCountsFrames(t *testing.T) {
 	addr, got := echoServer(t)
-	p, err := newCountingProxy(addr)
+	p, err := newCountingProxy(addr, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestCountingProxyCountsFrames(t *testing.T) {
 
 func TestCountingProxyRealServer(t *testing.T) {
 	c := zktest.Shared(t)
-	p, err := newCountingProxy(c.Servers()[0])
+	p, err := newCountingProxy(c.Servers()[0], 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,5 +147,63 @@ func TestOpCounts(t *testing.T) {
 	row := newRTRow(libZK, "x", 2, opCounts{1: 2, 12: 2, 2: 2, 999: 1})
 	if row.Total != 3.5 || row.Groups["create"] != 1 || row.Groups["getChildren"] != 1 || row.Groups["other"] != 0.5 {
 		t.Errorf("row = %+v", row)
+	}
+}
+
+// TestDelayedProxyIsALatency checks that the proxy delays each message by
+// its delay each way, and that messages sent back to back are not
+// delayed one after the other: a latency, not a cap on throughput.
+func TestDelayedProxyIsALatency(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // echo
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(c, c)
+	}()
+	const delay = 5 * time.Millisecond
+	p, err := newCountingProxy(ln.Addr().String(), delay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const n = 50
+	start := time.Now()
+	var last time.Time
+	for i := range n { // apart, but closer than the delay
+		if _, err := c.Write(request(int32(i), 3, "/")); err != nil {
+			t.Fatal(err)
+		}
+		last = time.Now()
+		time.Sleep(100 * time.Microsecond) // about 1ms here
+	}
+	buf := make([]byte, len(request(0, 3, "/")))
+	if _, err := io.ReadFull(c, buf); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 2*delay {
+		t.Errorf("the first echo came after %v, less than the round trip %v", d, 2*delay)
+	}
+	rest := make([]byte, (n-1)*len(buf))
+	if _, err := io.ReadFull(c, rest); err != nil {
+		t.Fatal(err)
+	}
+	// Delays that added up would bring the last echo (n-1)*delay late.
+	if d := time.Since(last); d > 2*delay+30*time.Millisecond {
+		t.Errorf("the last echo came %v after the last write: the delays added up", d)
+	}
+	if counts, _ := p.Snapshot(); counts[3] != n-1 { // the first frame is the connect request
+		t.Errorf("counted %v, want %d exists", counts, n-1)
 	}
 }

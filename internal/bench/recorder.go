@@ -10,6 +10,11 @@ import (
 // it takes a snapshot, so that requests in flight land on the right side.
 const quietPeriod = 300 * time.Millisecond
 
+// timedQuiet is the quiet period of the timed runs in the latency regime,
+// whose proxies count requests too: shorter, since it adds to every run's
+// set-up (never to what is timed).
+const timedQuiet = 100 * time.Millisecond
+
 // snapshot is what a recorder saw at one phase.
 type snapshot struct {
 	At       time.Time
@@ -29,12 +34,15 @@ type recorder struct {
 	want    int    // handoff: nodes to wait for at phaseQueued
 	srvr    bool   // read the server's counters
 	proxies []*countingProxy
+	quiet   time.Duration // with proxies: how long no request must pass before a snapshot
 	snaps   map[string]snapshot
+	starts  []snapshot // handoff: at each phaseQueued
+	ends    []snapshot // handoff: at each phaseDrained
 }
 
 // newRecorder returns a recorder for sp.
 func newRecorder(e *env, sp spec) *recorder {
-	rec := &recorder{env: e, path: sp.Path, snaps: make(map[string]snapshot)}
+	rec := &recorder{env: e, path: sp.Path, quiet: quietPeriod, snaps: make(map[string]snapshot)}
 	if sp.Workload == wHandoff {
 		rec.want = sp.N + 1
 	}
@@ -49,7 +57,7 @@ func (r *recorder) phase(ctx context.Context, name string) error {
 		}
 	}
 	if len(r.proxies) > 0 {
-		if err := waitQuiet(ctx, r.proxies); err != nil {
+		if err := waitQuiet(ctx, r.proxies, r.quiet); err != nil {
 			return err
 		}
 	}
@@ -63,12 +71,17 @@ func (r *recorder) phase(ctx context.Context, name string) error {
 		s.Counts = append(s.Counts, c)
 	}
 	r.snaps[name] = s
+	switch name {
+	case phaseQueued:
+		r.starts = append(r.starts, s)
+	case phaseDrained:
+		r.ends = append(r.ends, s)
+	}
 	return nil
 }
 
-// waitQuiet waits until the proxies have counted no request for
-// quietPeriod.
-func waitQuiet(ctx context.Context, proxies []*countingProxy) error {
+// waitQuiet waits until the proxies have counted no request for quiet.
+func waitQuiet(ctx context.Context, proxies []*countingProxy, quiet time.Duration) error {
 	total := func() int64 {
 		var n int64
 		for _, p := range proxies {
@@ -82,7 +95,7 @@ func waitQuiet(ctx context.Context, proxies []*countingProxy) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for the clients to go quiet: %w", ctx.Err())
-		case <-time.After(quietPeriod):
+		case <-time.After(quiet):
 		}
 		now := total()
 		if now == last {
@@ -92,17 +105,21 @@ func waitQuiet(ctx context.Context, proxies []*countingProxy) error {
 	}
 }
 
-// timedFrom is the phase the measured time starts at for workload w.
-func timedFrom(w string) string {
-	if w == wHandoff {
-		return phaseQueued
+// intervals returns the snapshots at the start and end of each measured
+// stretch: one from phaseReady to phaseMeasured, or for a handoff one
+// per repetition, from phaseQueued to phaseDrained.
+func (r *recorder) intervals(workload string) [][2]snapshot {
+	if workload == wHandoff {
+		var out [][2]snapshot
+		for i := range min(len(r.starts), len(r.ends)) {
+			out = append(out, [2]snapshot{r.starts[i], r.ends[i]})
+		}
+		return out
 	}
-	return phaseReady
-}
-
-// span returns the snapshots at the start and end of the measured part.
-func (r *recorder) span(workload string) (from, to snapshot, ok bool) {
-	from, ok1 := r.snaps[timedFrom(workload)]
+	from, ok1 := r.snaps[phaseReady]
 	to, ok2 := r.snaps[phaseMeasured]
-	return from, to, ok1 && ok2
+	if !ok1 || !ok2 {
+		return nil
+	}
+	return [][2]snapshot{{from, to}}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -51,9 +52,9 @@ func metrics(w string) []metric {
 // print writes the report's tables to w.
 func (rep *report) print(w io.Writer) {
 	rep.printHeader(w)
-	if len(rep.Results) > 0 {
-		rep.printMain(w)
-		rep.printTargets(w)
+	for _, rg := range rep.regimeNames() {
+		rep.printMain(w, rg)
+		rep.printTargets(w, rg)
 	}
 	if len(rep.RoundTrips) > 0 {
 		rep.printRoundTrips(w)
@@ -66,10 +67,11 @@ func (rep *report) print(w io.Writer) {
 
 // printHeader writes the circumstances of the run.
 func (rep *report) printHeader(w io.Writer) {
-	fmt.Fprintf(w, "zklock benchmark (%s sizes), %s\n", rep.Mode, rep.Started.Format("2006-01-02 15:04:05 MST"))
+	fmt.Fprintf(w, "zklock benchmark (%s sizes, %d rounds), %s\n", rep.Mode, rep.Rounds, rep.Started.Format("2006-01-02 15:04:05 MST"))
 	t := &table{left: 2}
 	t.add("storage:", rep.Storage)
-	t.add("ZooKeeper:", rep.ZooKeeper+", one server on loopback")
+	t.add("ZooKeeper:", rep.ZooKeeper+", one server")
+	t.add("server JVM:", rep.ServerJVM)
 	t.add("machine:", fmt.Sprintf("%d CPUs", rep.CPUs))
 	t.add("Go:", rep.GoVersion)
 	java := rep.Java
@@ -83,176 +85,248 @@ func (rep *report) printHeader(w io.Writer) {
 		nudge = fmt.Sprintf("a read every %gms from the controller session, against ZOOKEEPER-4537's stalls", rep.NudgeMs)
 	}
 	t.add("nudge:", nudge)
+	t.add("warm-up:", "every library ran unmeasured on loopback before anything was timed")
+	for i, o := range rep.Order {
+		names := make([]string, len(o))
+		for j, l := range o {
+			names[j] = displayName(l)
+		}
+		t.add(fmt.Sprintf("round %d:", i+1), strings.Join(names, ", "))
+	}
+	for _, ri := range rep.Regimes {
+		t.add(ri.Name+":", ri.describe())
+	}
 	t.write(w)
 	fmt.Fprintln(w)
 }
 
-// result returns the result of label by lib, or nil.
-func (rep *report) result(label, lib string) *result {
-	for i, r := range rep.Results {
-		if r.Label == label && r.Library == lib {
-			return &rep.Results[i]
+// regimeNames lists the regimes that have results, in the order they ran.
+func (rep *report) regimeNames() []string {
+	var out []string
+	for _, r := range rep.Results {
+		if r.Round >= 0 && !slices.Contains(out, r.Regime) {
+			out = append(out, r.Regime)
 		}
 	}
-	return nil
+	return out
 }
 
-// labels returns the workloads' labels in the order they ran.
-func (rep *report) labels() []string {
+// runs returns every round's result of label by lib in regime rg.
+func (rep *report) runs(rg, label, lib string) []*result {
+	var out []*result
+	for i, r := range rep.Results {
+		if r.Regime == rg && r.Round >= 0 && r.Label == label && r.Library == lib {
+			out = append(out, &rep.Results[i])
+		}
+	}
+	return out
+}
+
+// labels returns the workloads' labels of regime rg in the order they ran.
+func (rep *report) labels(rg string) []string {
 	var out []string
-	seen := make(map[string]bool)
 	for _, r := range rep.Results {
-		if !seen[r.Label] {
-			seen[r.Label] = true
+		if r.Regime == rg && r.Round >= 0 && !slices.Contains(out, r.Label) {
 			out = append(out, r.Label)
 		}
 	}
 	return out
 }
 
-// printMain writes the figures of every workload, library by library,
-// and zklock's ratios to the others.
-func (rep *report) printMain(w io.Writer) {
-	fmt.Fprintln(w, "Throughput and latency. go-zk is zk.Lock, or raw create+delete for the floor. Ratios are")
-	fmt.Fprintln(w, "zklock / other: above 1 is better for rates, below 1 for times. srvr: the server's")
-	fmt.Fprintln(w, "Received/Sent packet counters over the measured part, per operation.")
+// printMain writes the figures of every workload of regime rg, library
+// by library, and zklock's ratios to the others.
+func (rep *report) printMain(w io.Writer, rg string) {
+	fmt.Fprintf(w, "== %s ==\n", rg)
+	fmt.Fprintf(w, "Figures: the median [min..max] over %d rounds. go-zk is zk.Lock, or raw create+delete for the\n", rep.Rounds)
+	fmt.Fprintln(w, "floor. Ratios are zklock / other in each round, their median [min..max]: above 1 is better")
+	fmt.Fprintln(w, "for rates, below 1 for times. srvr: the server's Received/Sent packet counters over the")
+	fmt.Fprintln(w, "measured part, per operation; requests/op: what the clients sent, counted by the proxies.")
 	t := &table{left: 2}
 	t.add("workload", "figure", "zklock", "Curator", "go-zk", "zklock/Curator", "zklock/go-zk", "zklock/floor")
 	t.rule()
-	floor := rep.floorRate()
-	for _, label := range rep.labels() {
-		rep.addWorkload(t, label, floor)
+	floor := rep.series(rg, pick{workload: wFloor, lib: libZK}, rateOf)
+	for _, label := range rep.labels(rg) {
+		rep.addWorkload(t, rg, label, floor)
 	}
-	rep.addScaling(t)
+	rep.addScaling(t, rg)
 	t.write(w)
 	fmt.Fprintln(w)
 }
 
-// floorRate is go-zk's floor in pairs/s, or nil.
-func (rep *report) floorRate() *float64 {
-	for _, r := range rep.Results {
-		if r.Workload == wFloor && r.Library == libZK && r.Figures != nil {
-			return ptr(r.Figures.PerSecond)
-		}
-	}
-	return nil
-}
-
-// addWorkload adds label's rows to t.
-func (rep *report) addWorkload(t *table, label string, floor *float64) {
+// addWorkload adds the rows of label in regime rg to t.
+func (rep *report) addWorkload(t *table, rg, label string, floor map[int]float64) {
 	libs := allLibs()
-	first := rep.result(label, libs[0])
-	for _, l := range libs[1:] {
-		if first == nil {
-			first = rep.result(label, l)
+	var workload string
+	for _, l := range libs {
+		if rs := rep.runs(rg, label, l); len(rs) > 0 {
+			workload = rs[0].Workload
+			break
 		}
 	}
-	for i, m := range metrics(first.Workload) {
+	for i, m := range metrics(workload) {
 		row := []string{"", m.name}
 		if i == 0 {
 			row[0] = label
 		}
-		vals := make([]*float64, len(libs))
+		vals := make([]map[int]float64, len(libs))
 		for j, l := range libs {
 			var cell string
-			cell, vals[j] = rep.cell(rep.result(label, l), m)
+			cell, vals[j] = rep.cell(rep.runs(rg, label, l), m)
 			row = append(row, cell)
 		}
 		if m.value != nil {
-			row = append(row, ratio(vals[0], vals[1]), ratio(vals[0], vals[2]))
+			row = append(row, ratioCell(vals[0], vals[1]), ratioCell(vals[0], vals[2]))
 			if m.floor {
-				row = append(row, ratio(vals[0], floor))
+				row = append(row, ratioCell(vals[0], floor))
 			}
 		}
 		t.add(row...)
 	}
-	rep.addSrvr(t, label, libs)
+	rep.addPerOp(t, rg, label, libs)
 }
 
-// cell formats one library's figure for m, and returns it as a number
-// when it is one.
-func (rep *report) cell(r *result, m metric) (string, *float64) {
-	switch {
-	case r == nil:
+// cell formats one library's figure for m over its rounds, and returns
+// the values by round when it is a number.
+func (rep *report) cell(rs []*result, m metric) (string, map[int]float64) {
+	if len(rs) == 0 {
 		return "-", nil
-	case r.DNF:
-		return "DNF", nil
-	case r.Figures == nil:
-		return "ERR", nil
-	case m.text != nil:
-		return m.text(r.Figures), nil
 	}
-	v := m.value(r.Figures)
-	if v == nil {
-		return "", nil
+	if m.text != nil {
+		return textCell(rs, m), nil
 	}
-	return num(*v), v
-}
-
-// addSrvr adds the srvr cross-check row of label.
-func (rep *report) addSrvr(t *table, label string, libs []string) {
-	row := []string{"", "srvr recv/sent per op"}
-	any := false
-	for _, l := range libs {
-		r := rep.result(label, l)
-		if r == nil || r.Srvr == nil {
-			row = append(row, "")
-			continue
-		}
-		any = true
-		row = append(row, fmt.Sprintf("%.2f/%.2f", r.Srvr.ReceivedPerOp, r.Srvr.SentPerOp))
-	}
-	if any {
-		t.add(row...)
-	}
-}
-
-// handoffMs returns lib's ms per handoff at W=n, or nil.
-func (rep *report) handoffMs(lib string, n int) *float64 {
-	for _, r := range rep.Results {
-		if r.Workload == wHandoff && r.Library == lib && r.N == n && r.Figures != nil {
-			return r.Figures.MsPerHandoff
-		}
-	}
-	return nil
-}
-
-// handoffSizes returns the smallest and largest handoff W that ran.
-func (rep *report) handoffSizes() (lo, hi int) {
-	for _, r := range rep.Results {
-		if r.Workload == wHandoff {
-			if lo == 0 || r.N < lo {
-				lo = r.N
+	vals := make(map[int]float64)
+	bad := ""
+	for _, r := range rs {
+		switch {
+		case r.DNF:
+			bad = "DNF"
+		case r.Figures == nil:
+			bad = "ERR"
+		default:
+			if v := m.value(r.Figures); v != nil {
+				vals[r.Round] = *v
 			}
-			hi = max(hi, r.N)
 		}
 	}
-	return lo, hi
+	if len(vals) == 0 {
+		return bad, nil
+	}
+	cell := statOf(values(vals)).String()
+	if bad != "" {
+		cell += fmt.Sprintf(" (%d %s)", len(rs)-len(vals), bad)
+	}
+	return cell, vals
+}
+
+// textCell joins a text metric over the rounds: per-session ranges merge,
+// violations add up.
+func textCell(rs []*result, m metric) string {
+	var lo, hi, viol int64 = -1, -1, 0
+	for _, r := range rs {
+		f := r.Figures
+		switch {
+		case f == nil:
+		case m.name == "violations" && f.Violations != nil:
+			viol += *f.Violations
+		case f.MinPerSession != nil:
+			if lo < 0 || *f.MinPerSession < lo {
+				lo = *f.MinPerSession
+			}
+			hi = max(hi, *f.MaxPerSession)
+		}
+	}
+	if m.name == "violations" {
+		return fmt.Sprint(viol)
+	}
+	if lo < 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d..%d", lo, hi)
+}
+
+// addPerOp adds the srvr cross-check row of label and, in the latency
+// regime, the requests counted by the proxies, each a median over rounds.
+func (rep *report) addPerOp(t *table, rg, label string, libs []string) {
+	srvr := []string{"", "srvr recv/sent per op"}
+	reqs := []string{"", "requests/op"}
+	anySrvr, anyReqs := false, false
+	for _, l := range libs {
+		var recv, sent, req []float64
+		for _, r := range rep.runs(rg, label, l) {
+			if r.Srvr != nil {
+				recv, sent = append(recv, r.Srvr.ReceivedPerOp), append(sent, r.Srvr.SentPerOp)
+			}
+			if r.Requests != nil {
+				req = append(req, *r.Requests)
+			}
+		}
+		srvr, reqs = append(srvr, ""), append(reqs, "")
+		if len(recv) > 0 {
+			anySrvr = true
+			srvr[len(srvr)-1] = fmt.Sprintf("%.2f/%.2f", statOf(recv).Med, statOf(sent).Med)
+		}
+		if len(req) > 0 {
+			anyReqs = true
+			reqs[len(reqs)-1] = statOf(req).String()
+		}
+	}
+	if anyReqs {
+		t.add(reqs...)
+	}
+	if anySrvr {
+		t.add(srvr...)
+	}
 }
 
 // addScaling adds each library's handoff time at the largest W relative
-// to its own at the smallest.
-func (rep *report) addScaling(t *table) {
-	lo, hi := rep.handoffSizes()
-	if lo == hi {
+// to its own at W=10 (or the smallest W), round by round.
+func (rep *report) addScaling(t *table, rg string) {
+	_, hi := rep.handoffSizes(rg)
+	lo := 10
+	if !slices.Contains(rep.handoffList(rg), lo) || hi <= lo {
 		return
 	}
 	row := []string{"handoff scaling", fmt.Sprintf("W=%d / W=%d", hi, lo)}
 	for _, l := range allLibs() {
-		row = append(row, ratio(rep.handoffMs(l, hi), rep.handoffMs(l, lo)))
+		a := rep.series(rg, pick{workload: wHandoff, size: hi, lib: l}, handoffOf)
+		b := rep.series(rg, pick{workload: wHandoff, size: lo, lib: l}, handoffOf)
+		row = append(row, ratioCell(a, b))
 	}
 	t.add(row...)
 }
 
+// handoffList returns the handoff sizes W that ran in regime rg.
+func (rep *report) handoffList(rg string) []int {
+	var out []int
+	for _, r := range rep.Results {
+		if r.Regime == rg && r.Round >= 0 && r.Workload == wHandoff && !slices.Contains(out, r.N) {
+			out = append(out, r.N)
+		}
+	}
+	return out
+}
+
+// handoffSizes returns the smallest and largest handoff W of regime rg.
+func (rep *report) handoffSizes(rg string) (lo, hi int) {
+	ws := rep.handoffList(rg)
+	if len(ws) == 0 {
+		return 0, 0
+	}
+	return slices.Min(ws), slices.Max(ws)
+}
+
 // printRoundTrips writes the requests per operation of the counting pass.
 func (rep *report) printRoundTrips(w io.Writer) {
-	fmt.Fprintln(w, "Round trips: requests sent per operation, client to server, counted by a proxy in a")
-	fmt.Fprintln(w, "separate pass (pings and connect requests not counted).")
-	t := &table{left: 2}
-	t.add(append([]string{"operation", "library", "total"}, rtGroups()...)...)
+	fmt.Fprintln(w, "Round trips: requests sent per operation, client to server, counted by proxies in a")
+	fmt.Fprintln(w, "separate pass of each regime (pings and connect requests not counted).")
+	t := &table{left: 3}
+	t.add(append([]string{"regime", "operation", "library", "total"}, rtGroups()...)...)
 	t.rule()
-	for _, r := range rep.RoundTrips {
-		row := []string{r.What, displayName(r.Library)}
+	for i, r := range rep.RoundTrips {
+		if i > 0 && r.Regime != rep.RoundTrips[i-1].Regime {
+			t.rule()
+		}
+		row := []string{r.Regime, r.What, displayName(r.Library)}
 		if r.Error != "" {
 			row = append(row, map[bool]string{true: "DNF", false: "ERR"}[r.DNF])
 			t.add(row...)
@@ -301,12 +375,12 @@ func (rep *report) printProblems(w io.Writer) {
 	lines = append(lines, rep.Notes...)
 	for _, r := range rep.Results {
 		if r.Error != "" {
-			lines = append(lines, fmt.Sprintf("%s, %s: %s", r.Label, displayName(r.Library), firstLine(r.Error)))
+			lines = append(lines, fmt.Sprintf("%s, round %d, %s, %s: %s", r.Regime, r.Round+1, r.Label, displayName(r.Library), firstLine(r.Error)))
 		}
 	}
 	for _, r := range rep.RoundTrips {
 		if r.Error != "" {
-			lines = append(lines, fmt.Sprintf("round trips %s, %s: %s", r.What, displayName(r.Library), firstLine(r.Error)))
+			lines = append(lines, fmt.Sprintf("%s, round trips %s, %s: %s", r.Regime, r.What, displayName(r.Library), firstLine(r.Error)))
 		}
 	}
 	for _, r := range rep.Memory {

@@ -19,20 +19,25 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(c.Workloads, allWorkloads()) || !slices.Equal(c.Libs, allLibs()) ||
-		c.Limit != 180*time.Second || c.Sizes.Floor != 2000 || !slices.Equal(c.Sizes.Handoff, []int{10, 100, 1000, 2000}) {
+		c.Limit != 180*time.Second || c.Sizes.Floor != 2000 || !slices.Equal(c.Sizes.Handoff, []int{1, 2, 10, 1000, 2000}) ||
+		c.Rounds != 3 || c.ServerJVM != jvmDefault || len(c.Regimes) != 2 || c.Regimes[1].Delay != time.Millisecond {
 		t.Errorf("defaults: %+v", c)
 	}
 	c, err = parseFlags([]string{"-quick", "-libs", "zk.Lock, zklock", "-workloads", "handoff,floor",
-		"-handoff", "5,7", "-duration", "1s", "-limit", "9s"}, io.Discard)
+		"-handoff", "5,7", "-duration", "1s", "-limit", "9s", "-regime", "latency", "-delay", "2ms",
+		"-rounds", "5", "-server-jvm", "test"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(c.Libs, []string{libZklock, libZK}) || !slices.Equal(c.Workloads, []string{wFloor, wHandoff}) ||
 		!slices.Equal(c.Sizes.Handoff, []int{5, 7}) || c.Sizes.Duration != time.Second || c.Limit != 9*time.Second ||
-		c.Sizes.Floor != 200 {
+		c.Sizes.Floor != 200 || c.Rounds != 5 || c.ServerJVM != jvmTest ||
+		!slices.Equal(c.Regimes, []regime{{Name: regLatency, Delay: 2 * time.Millisecond}}) ||
+		!slices.Equal(c.Sizes.forRegime(c.Regimes[0]).Handoff, []int{5, 7}) {
 		t.Errorf("flags: %+v", c)
 	}
-	for _, bad := range [][]string{{"-workloads", "nope"}, {"-libs", ""}, {"-handoff", "0"}, {"-limit", "0s"}, {"extra"}} {
+	for _, bad := range [][]string{{"-workloads", "nope"}, {"-libs", ""}, {"-handoff", "0"}, {"-limit", "0s"}, {"extra"},
+		{"-rounds", "-1"}, {"-regime", "lan"}, {"-delay", "0s"}, {"-server-jvm", "big"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
@@ -52,7 +57,8 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-// sampleReport is a report with a finished, a DNF and a failed run.
+// sampleReport is a report with a finished, a DNF and a failed run, and
+// a loop workload and a target's pair over three rounds.
 func sampleReport() *report {
 	up := spec{Workload: wUncontended, N: 10}
 	ok := newResult(up, libZklock, raw{Ops: 10, Seconds: 0.5, LatUS: []int64{900, 1100}}, nil, nil, time.Second)
@@ -60,14 +66,28 @@ func sampleReport() *report {
 	failed := newResult(up, libZK, raw{}, errors.New("boom\nmore"), nil, time.Second)
 	ct := spec{Workload: wContended, C: 2, Dur: time.Second}
 	loop := newResult(ct, libZklock, raw{Ops: 30, Seconds: 1, PerSession: []int64{10, 20}}, nil, nil, time.Second)
-	return &report{Mode: "quick", Storage: "tmpfs (/dev/shm)", Results: []result{ok, dnfRes, failed, loop}}
+	rs := []result{ok, dnfRes, failed, loop}
+	for round, ms := range []float64{1, 3, 2} { // zklock 1, 3, 2 ms; zk.Lock 2 ms
+		for lib, secs := range map[string]float64{libZklock: ms / 1000, libZK: 0.002} {
+			r := newResult(spec{Workload: wHandoff, N: 1}, lib, raw{Ops: 1, Seconds: secs}, nil, nil, time.Second)
+			r.Round = round
+			rs = append(rs, r)
+		}
+	}
+	for i := range rs {
+		rs[i].Regime = regLoopback
+	}
+	rep := &report{Mode: "quick", Storage: "tmpfs (/dev/shm)", Rounds: 3, Results: rs}
+	rep.Targets = rep.evalTargets()
+	return rep
 }
 
 func TestReportPrintAndJSON(t *testing.T) {
 	rep := sampleReport()
 	var out bytes.Buffer
 	rep.print(&out)
-	for _, want := range []string{"uncontended 10", "DNF", "ERR", "20.0", "0.90", "10..20", "boom", "contended 2 1s"} {
+	for _, want := range []string{"uncontended 10", "DNF", "ERR", "20.0", "0.90", "10..20", "boom", "contended 2 1s",
+		"== loopback ==", "2.00 [1.00..3.00]", "handoff W=1 time <= zk.Lock's", "1.00x [0.50..1.50]", "met"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
@@ -102,5 +122,28 @@ func TestViolationsFail(t *testing.T) {
 	*rep.Results[3].Figures.Violations = 2
 	if err := rep.violations(); err == nil {
 		t.Error("violations not reported")
+	}
+}
+
+func TestStatAndRotate(t *testing.T) {
+	if s := statOf([]float64{3, 1, 2}); s.Med != 2 || s.Min != 1 || s.Max != 3 || s.String() != "2.00 [1.00..3.00]" {
+		t.Errorf("odd: %+v %s", s, s)
+	}
+	if s := statOf([]float64{4, 1}); s.Med != 2.5 {
+		t.Errorf("even: %+v", s)
+	}
+	if statOf(nil) != nil {
+		t.Error("stat of nothing")
+	}
+	libs := []library{newZklockLib(0), newZKLib(0), &curatorLib{}}
+	var firsts []string
+	for round := range 3 {
+		firsts = append(firsts, rotate(libs, round)[0].name())
+	}
+	if !slices.Equal(firsts, []string{libZklock, libZK, libCurator}) {
+		t.Errorf("first in each round: %v", firsts)
+	}
+	if got := ratios(map[int]float64{0: 2, 1: 4, 2: 9}, map[int]float64{0: 1, 1: 2}); !slices.Equal(got, []float64{2, 2}) {
+		t.Errorf("ratios = %v", got)
 	}
 }

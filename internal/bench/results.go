@@ -12,6 +12,8 @@ type result struct {
 	Workload  string     `json:"workload"`
 	Label     string     `json:"label"`
 	Library   string     `json:"library"`
+	Regime    string     `json:"regime"`
+	Round     int        `json:"round"` // 0-based; -1: the server's warm-up
 	N         int        `json:"n,omitempty"`
 	Sessions  int        `json:"sessions,omitempty"`
 	Leases    int        `json:"leases,omitempty"`
@@ -21,6 +23,10 @@ type result struct {
 	WallS     float64    `json:"wall_s"`  // the whole run, set-up and tear-down included
 	Figures   *figures   `json:"figures"` // null when the run did not finish or failed
 	Srvr      *srvrDelta `json:"srvr"`    // null when not measured
+	// Requests is what the clients sent over the measured part, per
+	// operation, counted by the latency regime's proxies (pings and
+	// connect requests left out); null on loopback.
+	Requests *float64 `json:"requests_per_op"`
 }
 
 // figures are a run's results. Pointers are null where they do not apply.
@@ -60,6 +66,7 @@ func newResult(sp spec, lib string, r raw, err error, rec *recorder, wall time.D
 	default:
 		res.Figures = makeFigures(sp, r)
 		res.Srvr = makeSrvr(sp, rec, r.Ops)
+		res.Requests = makeRequests(sp, rec, r.Ops)
 	}
 	return res
 }
@@ -88,19 +95,47 @@ func makeFigures(sp spec, r raw) *figures {
 
 // makeSrvr computes the srvr deltas over the measured part, per op.
 func makeSrvr(sp spec, rec *recorder, ops int64) *srvrDelta {
-	if rec == nil {
+	if rec == nil || ops <= 0 {
 		return nil
 	}
-	from, to, ok := rec.span(sp.Workload)
-	if !ok || from.SrvrErr != nil || to.SrvrErr != nil || ops <= 0 {
+	ivs := rec.intervals(sp.Workload)
+	if len(ivs) == 0 {
 		return nil
 	}
-	// Each nudge is one request in and one reply out.
-	nudges := to.Nudges - from.Nudges
-	d := &srvrDelta{Received: to.Received - from.Received - nudges, Sent: to.Sent - from.Sent - nudges}
+	d := &srvrDelta{}
+	for _, iv := range ivs {
+		from, to := iv[0], iv[1]
+		if from.SrvrErr != nil || to.SrvrErr != nil {
+			return nil
+		}
+		// Each nudge is one request in and one reply out.
+		nudges := to.Nudges - from.Nudges
+		d.Received += to.Received - from.Received - nudges
+		d.Sent += to.Sent - from.Sent - nudges
+	}
 	d.ReceivedPerOp = float64(d.Received) / float64(ops)
 	d.SentPerOp = float64(d.Sent) / float64(ops)
 	return d
+}
+
+// makeRequests counts the requests the proxies saw over the measured
+// part, per op; nil without proxies.
+func makeRequests(sp spec, rec *recorder, ops int64) *float64 {
+	if rec == nil || len(rec.proxies) == 0 || ops <= 0 {
+		return nil
+	}
+	ivs := rec.intervals(sp.Workload)
+	if len(ivs) == 0 {
+		return nil
+	}
+	var n int64
+	for _, iv := range ivs {
+		from, to := iv[0], iv[1]
+		for i := range min(len(from.Counts), len(to.Counts)) {
+			n += to.Counts[i].minus(from.Counts[i]).total()
+		}
+	}
+	return ptr(float64(n) / float64(ops))
 }
 
 // percentileMs returns the p-th percentile (nearest rank) of µs values, in

@@ -14,6 +14,7 @@ const rtWarmup = 50
 // sent per operation, in all and by op.
 type rtRow struct {
 	Library string             `json:"library"`
+	Regime  string             `json:"regime"`
 	What    string             `json:"what"`
 	Divisor int                `json:"divisor"` // the operations the counts are divided by
 	Total   float64            `json:"total"`
@@ -75,11 +76,11 @@ func rtPlan(cfg config) []spec {
 	return out
 }
 
-// roundTrips runs the counting pass: every library's runs go through
-// counting proxies (one for the handoff's gate session, one for every
-// other session), apart from the timed runs so that the proxies' latency
-// touches no figure.
-func roundTrips(ctx context.Context, e *env, cfg config, libs []library, prog *progress) []rtRow {
+// roundTrips runs the counting pass of regime rg: every library's runs go
+// through counting proxies (one for the handoff's gate session, one for
+// every other session) that add rg's delay, apart from the timed runs so
+// that, on loopback, the proxies' latency touches no figure.
+func roundTrips(ctx context.Context, e *env, cfg config, rg regime, libs []library, prog *progress) []rtRow {
 	var rows []rtRow
 	for _, sp := range rtPlan(cfg) {
 		for _, lib := range libs {
@@ -87,7 +88,10 @@ func roundTrips(ctx context.Context, e *env, cfg config, libs []library, prog *p
 				return rows
 			}
 			if lib.supports(sp.Workload) {
-				rows = append(rows, countRun(ctx, e, lib, sp, cfg.Limit, prog)...)
+				for _, row := range countRun(ctx, e, lib, sp, rg, cfg.Limit, prog) {
+					row.Regime = rg.Name
+					rows = append(rows, row)
+				}
 			}
 		}
 	}
@@ -96,11 +100,11 @@ func roundTrips(ctx context.Context, e *env, cfg config, libs []library, prog *p
 
 // countRun runs sp with lib through two counting proxies and returns its
 // rows.
-func countRun(ctx context.Context, e *env, lib library, sp spec, limit time.Duration, prog *progress) []rtRow {
+func countRun(ctx context.Context, e *env, lib library, sp spec, rg regime, limit time.Duration, prog *progress) []rtRow {
 	sp.Path, sp.WarmPath = e.paths("rt-"+sp.Workload, lib.name())
 	what := rtWhat(sp)
-	prog.begin(fmt.Sprintf("round trips, %s: %s", what, displayName(lib.name())))
-	rec, err := countThrough(ctx, e, lib, sp, limit)
+	prog.begin(fmt.Sprintf("%s, round trips, %s: %s", rg.Name, what, displayName(lib.name())))
+	rec, err := countThrough(ctx, e, lib, sp, rg.Delay, limit)
 	if cerr := e.cleanup(sp.Path); cerr != nil && err == nil {
 		err = cerr
 	}
@@ -114,25 +118,19 @@ func countRun(ctx context.Context, e *env, lib library, sp spec, limit time.Dura
 	return rows
 }
 
-// countThrough runs sp with lib through fresh counting proxies and returns
-// the recorder holding their counts at each phase.
-func countThrough(ctx context.Context, e *env, lib library, sp spec, limit time.Duration) (*recorder, error) {
-	waiters, err := newCountingProxy(e.server)
+// countThrough runs sp with lib through fresh counting proxies adding
+// delay, and returns the recorder holding their counts at each phase.
+func countThrough(ctx context.Context, e *env, lib library, sp spec, delay, limit time.Duration) (*recorder, error) {
+	rt, err := e.openCounted(delay)
 	if err != nil {
 		return nil, err
 	}
-	defer waiters.Close()
-	gate, err := newCountingProxy(e.server)
-	if err != nil {
-		return nil, err
-	}
-	defer gate.Close()
+	defer rt.close()
 	rec := newRecorder(e, sp)
-	rec.proxies = []*countingProxy{waiters, gate}
-	ep := endpoints{Servers: []string{waiters.Addr()}, Gate: []string{gate.Addr()}}
+	rec.proxies = rt.proxies
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	_, err = lib.run(rctx, sp, ep, rec.phase)
+	_, err = lib.run(rctx, sp, rt.ep, rec.phase)
 	return rec, err
 }
 

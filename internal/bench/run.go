@@ -8,29 +8,39 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/zklock/zklock/internal/zktest"
 )
 
 // report is everything a run of the tool found; it is printed as tables
 // and written as JSON.
 type report struct {
-	Started    time.Time `json:"started"`
-	Mode       string    `json:"mode"` // "reference" or "quick"
-	Storage    string    `json:"storage"`
-	ZooKeeper  string    `json:"zookeeper"`
-	CPUs       int       `json:"cpus"`
-	GoVersion  string    `json:"go"`
-	Java       string    `json:"java"`
-	Curator    string    `json:"curator"` // the harness's versions line, "" if Curator did not run
-	LimitS     float64   `json:"limit_s"`
-	NudgeMs    float64   `json:"nudge_ms"` // see nudge.go; 0: off
-	Notes      []string  `json:"notes"`
-	Results    []result  `json:"results"`
-	RoundTrips []rtRow   `json:"round_trips"`
-	Memory     []memRow  `json:"memory"`
+	Started    time.Time    `json:"started"`
+	Mode       string       `json:"mode"` // "reference" or "quick"
+	Storage    string       `json:"storage"`
+	ZooKeeper  string       `json:"zookeeper"`
+	ServerJVM  string       `json:"server_jvm"` // the server's heap, GC and JIT flags
+	CPUs       int          `json:"cpus"`
+	GoVersion  string       `json:"go"`
+	Java       string       `json:"java"`
+	Curator    string       `json:"curator"` // the harness's versions line, "" if Curator did not run
+	LimitS     float64      `json:"limit_s"`
+	NudgeMs    float64      `json:"nudge_ms"` // see nudge.go; 0: off
+	Rounds     int          `json:"rounds"`
+	Order      [][]string   `json:"order"`   // the libraries' order in each round
+	Regimes    []regimeInfo `json:"regimes"` // as measured
+	Notes      []string     `json:"notes"`
+	Results    []result     `json:"results"` // every round's
+	Targets    []targetRow  `json:"targets"`
+	RoundTrips []rtRow      `json:"round_trips"`
+	Memory     []memRow     `json:"memory"`
 }
 
-// run runs every selected workload and prints the report to stdout;
+// run warms the server with every library, runs every selected workload
+// in every regime for the rounds asked, and prints the report to stdout;
 // progress goes to prog.
 func run(ctx context.Context, cfg config, stdout io.Writer, prog *progress) (err error) {
 	prog.note("starting ZooKeeper")
@@ -45,25 +55,19 @@ func run(ctx context.Context, cfg config, stdout io.Writer, prog *progress) (err
 	}()
 	rep := newReport(ctx, cfg, e)
 	libs := makeLibs(cfg, e, rep, prog)
-	for _, sp := range plan(cfg) {
-		for _, lib := range libs {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if lib.supports(sp.Workload) {
-				rep.Results = append(rep.Results, runOne(ctx, e, lib, sp, cfg.Limit, prog))
-			}
+	warmServer(ctx, e, cfg, libs, rep, prog)
+	for _, rg := range cfg.Regimes {
+		if err := runRegime(ctx, e, cfg, rg, libs, rep, prog); err != nil {
+			return err
 		}
 	}
-	if cfg.wants(wRoundTrips) {
-		rep.RoundTrips = roundTrips(ctx, e, cfg, libs, prog)
-	}
-	if cfg.wants(wMemory) {
+	if cfg.wants(wMemory) && ctx.Err() == nil {
 		rep.Memory = memoryPass(ctx, e, cfg, prog)
 	}
 	if c, ok := findLib(libs, libCurator).(*curatorLib); ok {
 		rep.Curator = c.versions
 	}
+	rep.Targets = rep.evalTargets()
 	prog.clear()
 	rep.print(stdout)
 	if err := rep.writeJSON(cfg.JSONPath); err != nil {
@@ -72,16 +76,96 @@ func run(ctx context.Context, cfg config, stdout io.Writer, prog *progress) (err
 	return rep.violations()
 }
 
+// runRegime measures the round trip of regime rg, runs its rounds, and
+// its counting pass.
+func runRegime(ctx context.Context, e *env, cfg config, rg regime, libs []library, rep *report, prog *progress) error {
+	info := measureRTT(ctx, e, rg)
+	rep.Regimes = append(rep.Regimes, info)
+	prog.note("%s: %s", rg.Name, info.describe())
+	specs := plan(cfg, rg)
+	for round := range cfg.Rounds {
+		order := rotate(libs, round)
+		if len(rep.Order) <= round {
+			rep.Order = append(rep.Order, libNames(order))
+		}
+		for _, sp := range specs {
+			for _, lib := range order {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if lib.supports(sp.Workload) {
+					rep.Results = append(rep.Results, runOne(ctx, e, lib, sp, rg, round, cfg.Limit, prog))
+				}
+			}
+		}
+	}
+	if cfg.wants(wRoundTrips) {
+		rep.RoundTrips = append(rep.RoundTrips, roundTrips(ctx, e, cfg, rg, libs, prog)...)
+	}
+	return ctx.Err()
+}
+
+// rotate returns libs starting at index round (mod their number): each
+// library runs first in one round of every len(libs).
+func rotate(libs []library, round int) []library {
+	if len(libs) == 0 {
+		return nil
+	}
+	k := round % len(libs)
+	return append(slices.Clone(libs[k:]), libs[:k]...)
+}
+
+// libNames returns the libraries' names.
+func libNames(libs []library) []string {
+	out := make([]string, len(libs))
+	for i, l := range libs {
+		out[i] = l.name()
+	}
+	return out
+}
+
+// warmServer runs every library, unmeasured and on loopback, before
+// anything is timed: the server's JIT keeps speeding up over its first
+// tens of thousands of requests. Failures become notes.
+func warmServer(ctx context.Context, e *env, cfg config, libs []library, rep *report, prog *progress) {
+	s := cfg.Sizes
+	specs := []spec{
+		{Workload: wUncontended, N: s.ServerWarm, Warmup: s.Warmup},
+		{Workload: wContended, C: s.Sessions, Dur: s.ServerWarmS, Warmup: s.PreWarm},
+	}
+	lo := regime{Name: regLoopback}
+	for _, sp := range specs {
+		for _, lib := range libs {
+			if ctx.Err() != nil || !lib.supports(sp.Workload) {
+				continue
+			}
+			prog.note("warming the server: %s with %s (not measured)", sp.label(), displayName(lib.name()))
+			res := runOne(ctx, e, lib, sp, lo, -1, cfg.Limit, nil)
+			if res.Error != "" {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("warm-up %s, %s: %s", sp.label(), displayName(lib.name()), firstLine(res.Error)))
+			}
+		}
+	}
+}
+
 // newReport starts a report with the run's circumstances.
 func newReport(ctx context.Context, cfg config, e *env) *report {
 	mode := "reference"
 	if cfg.Quick {
 		mode = "quick"
 	}
+	flags := zktest.DefaultServerJVMFlags()
+	jvm := strings.Join(flags, " ") + " (zktest's test settings)"
+	if cfg.ServerJVM == jvmDefault {
+		flags = strings.Fields(userServerJVM)
+		jvm = userServerJVM + " (as zkServer.sh), Java's defaults otherwise"
+	}
+	jvm += "; GC: " + jvmGC(ctx, flags)
 	return &report{
-		Started: time.Now(), Mode: mode, Storage: e.storage, ZooKeeper: e.zkVersion,
+		Started: time.Now(), Mode: mode, Storage: e.storage, ZooKeeper: e.zkVersion, ServerJVM: jvm,
 		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Java: javaVersion(ctx),
 		LimitS: cfg.Limit.Seconds(), NudgeMs: float64(cfg.Nudge.Microseconds()) / 1000,
+		Rounds: cfg.Rounds,
 	}
 }
 
@@ -120,9 +204,10 @@ func findLib(libs []library, name string) library {
 	return nil
 }
 
-// plan lists the selected workloads' runs, without their paths.
-func plan(cfg config) []spec {
-	s := cfg.Sizes
+// plan lists the selected workloads' runs in regime rg, without their
+// paths.
+func plan(cfg config, rg regime) []spec {
+	s := cfg.Sizes.forRegime(rg)
 	var out []spec
 	add := func(sp spec) {
 		if cfg.wants(sp.Workload) {
@@ -131,30 +216,43 @@ func plan(cfg config) []spec {
 	}
 	add(spec{Workload: wFloor, N: s.Floor, Warmup: s.Warmup})
 	add(spec{Workload: wUncontended, N: s.Uncontended, Warmup: s.Warmup})
-	add(spec{Workload: wContended, C: s.Sessions, Dur: s.Duration, Warmup: s.PreWarm})
+	for _, c := range s.Contended {
+		add(spec{Workload: wContended, C: c, Dur: s.Duration, Warmup: s.PreWarm})
+	}
 	add(spec{Workload: wSemaphore, C: s.Sessions, Leases: s.Leases, Dur: s.Duration, Warmup: s.PreWarm})
 	add(spec{Workload: wRWRead, C: s.Sessions, Dur: s.Duration, Warmup: s.PreWarm})
 	for _, w := range s.Handoff {
-		add(spec{Workload: wHandoff, N: w, Warmup: s.PreWarm})
+		add(spec{Workload: wHandoff, N: w, Warmup: s.PreWarm, Reps: (s.HandoffMin + w - 1) / w})
 	}
 	return out
 }
 
-// runOne runs sp with lib on a fresh path within limit, and cleans up.
-func runOne(ctx context.Context, e *env, lib library, sp spec, limit time.Duration, prog *progress) result {
+// runOne runs sp with lib in regime rg on a fresh path within limit, and
+// cleans up. round is -1 for the server's warm-up; prog may be nil.
+func runOne(ctx context.Context, e *env, lib library, sp spec, rg regime, round int, limit time.Duration, prog *progress) result {
 	sp.Path, sp.WarmPath = e.paths(sp.Workload, lib.name())
+	rt, err := e.openRoute(rg)
+	if err != nil {
+		return result{Workload: sp.Workload, Label: sp.label(), Library: lib.name(), Regime: rg.Name, Round: round, Error: err.Error()}
+	}
+	defer rt.close()
 	rec := newRecorder(e, sp)
-	rec.srvr = true
-	prog.begin(fmt.Sprintf("%s: %s", sp.label(), displayName(lib.name())))
+	rec.srvr, rec.proxies, rec.quiet = true, rt.proxies, timedQuiet
+	if prog != nil {
+		prog.begin(fmt.Sprintf("%s, round %d: %s: %s", rg.Name, round+1, sp.label(), displayName(lib.name())))
+	}
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, limit)
-	r, err := lib.run(rctx, sp, endpoints{Servers: []string{e.server}, Gate: []string{e.server}}, rec.phase)
+	r, err := lib.run(rctx, sp, rt.ep, rec.phase)
 	cancel()
 	res := newResult(sp, lib.name(), r, err, rec, time.Since(start))
+	res.Regime, res.Round = rg.Name, round
 	if cerr := e.cleanup(sp.Path); cerr != nil {
 		res.Error = joinMsg(res.Error, cerr.Error())
 	}
-	prog.end(summary(res))
+	if prog != nil {
+		prog.end(summary(res))
+	}
 	return res
 }
 
@@ -165,10 +263,15 @@ func summary(res result) string {
 		return "DNF"
 	case res.Figures == nil:
 		return "failed: " + firstLine(res.Error)
-	case res.Figures.MsPerHandoff != nil:
-		return fmt.Sprintf("%.2f ms/handoff", *res.Figures.MsPerHandoff)
 	}
-	return fmt.Sprintf("%.0f/s", res.Figures.PerSecond)
+	out := fmt.Sprintf("%.0f/s", res.Figures.PerSecond)
+	if res.Figures.MsPerHandoff != nil {
+		out = fmt.Sprintf("%.2f ms/handoff", *res.Figures.MsPerHandoff)
+	}
+	if res.Requests != nil {
+		out += fmt.Sprintf(", %.2f requests/op", *res.Requests)
+	}
+	return out
 }
 
 // writeJSON writes the report to path ("" writes nothing).

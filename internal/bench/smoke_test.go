@@ -55,7 +55,7 @@ func tinySpecs() []spec {
 		{Workload: wContended, C: 3, Dur: d, Warmup: 2},
 		{Workload: wSemaphore, C: 3, Leases: 2, Dur: d, Warmup: 2},
 		{Workload: wRWRead, C: 2, Dur: d, Warmup: 2},
-		{Workload: wHandoff, N: 3, Warmup: 2},
+		{Workload: wHandoff, N: 3, Warmup: 2, Reps: 2},
 	}
 }
 
@@ -86,12 +86,26 @@ func checkResult(t *testing.T, res result) {
 	}
 }
 
-// runAll runs every tiny spec lib supports and checks the results.
-func runAll(t *testing.T, e *env, lib library) {
+// The regimes of the smoke tests.
+var (
+	loopback = regime{Name: regLoopback}
+	latency  = regime{Name: regLatency, Delay: time.Millisecond}
+)
+
+// runAll runs every tiny spec lib supports in regime rg and checks the
+// results.
+func runAll(t *testing.T, e *env, lib library, rg regime) {
 	t.Helper()
 	for _, sp := range tinySpecs() {
 		if lib.supports(sp.Workload) {
-			checkResult(t, runOne(context.Background(), e, lib, sp, smokeLimit, quiet()))
+			res := runOne(context.Background(), e, lib, sp, rg, 0, smokeLimit, quiet())
+			checkResult(t, res)
+			if f := res.Figures; sp.Workload == wHandoff && f != nil && f.Ops != int64(sp.N*sp.reps()) {
+				t.Errorf("%s %s: %d handoffs, want %d x %d", res.Label, res.Library, f.Ops, sp.N, sp.reps())
+			}
+			if rg.Delay > 0 && (res.Requests == nil || *res.Requests <= 0) {
+				t.Errorf("%s %s, latency: requests per op %v", res.Label, res.Library, res.Requests)
+			}
 		}
 	}
 }
@@ -100,7 +114,8 @@ func TestSmokeGoLibraries(t *testing.T) {
 	t.Parallel()
 	e := smokeEnv(t)
 	for _, lib := range []library{newZklockLib(smokeSession), newZKLib(smokeSession)} {
-		runAll(t, e, lib)
+		runAll(t, e, lib, loopback)
+		runAll(t, e, lib, latency)
 	}
 }
 
@@ -122,7 +137,7 @@ func TestSmokeCurator(t *testing.T) {
 	t.Parallel()
 	e := smokeEnv(t)
 	c := curatorOrSkip(t, e)
-	runAll(t, e, c)
+	runAll(t, e, c, latency) // the harness's connect string is the proxy's
 	if c.versions == "" {
 		t.Error("the harness reported no versions")
 	}
@@ -202,11 +217,22 @@ func TestSmokeRoundTrips(t *testing.T) {
 	t.Parallel()
 	e := smokeEnv(t)
 	cfg := config{Limit: smokeLimit, Sizes: sizes{RTPairs: 5, RTHandoff: []int{3}}}
-	rows := roundTrips(context.Background(), e, cfg, []library{newZKLib(smokeSession), newZklockLib(smokeSession)}, quiet())
+	for _, rg := range []regime{loopback, latency} {
+		rows := roundTrips(context.Background(), e, cfg, rg, []library{newZKLib(smokeSession), newZklockLib(smokeSession)}, quiet())
+		checkRoundTrips(t, rg, rows)
+	}
+}
+
+// checkRoundTrips checks the rows of a counting pass in regime rg.
+func checkRoundTrips(t *testing.T, rg regime, rows []rtRow) {
+	t.Helper()
 	byWhat := make(map[string]rtRow)
 	for _, r := range rows {
 		if r.Error != "" {
-			t.Fatalf("%s %s: %s", r.What, r.Library, r.Error)
+			t.Fatalf("%s: %s %s: %s", rg.Name, r.What, r.Library, r.Error)
+		}
+		if r.Regime != rg.Name {
+			t.Errorf("%s: row of regime %q", rg.Name, r.Regime)
 		}
 		byWhat[r.Library+" "+r.What] = r
 	}
@@ -223,11 +249,11 @@ func TestSmokeRoundTrips(t *testing.T) {
 	} {
 		r, ok := byWhat[what]
 		if !ok {
-			t.Errorf("no row %q", what)
+			t.Errorf("%s: no row %q", rg.Name, what)
 			continue
 		}
 		if want >= 0 && r.Total != want {
-			t.Errorf("%s: %v requests (%v), want %v", what, r.Total, r.ByOp, want)
+			t.Errorf("%s: %s: %v requests (%v), want %v", rg.Name, what, r.Total, r.ByOp, want)
 		}
 	}
 }

@@ -3,76 +3,223 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 )
 
-// target is one of BENCHMARKS.md's targets: a ratio and its bound.
-type target struct {
-	what   string
-	ratio  *float64
-	bound  float64
-	atMost bool // the ratio must be at most bound (times), else at least (rates)
+// stat is the median and spread of a figure over the rounds.
+type stat struct {
+	Med, Min, Max float64
+	N             int
 }
 
-// rate returns lib's per-second figure for the first workload w, or nil.
-func (rep *report) rate(w, lib string) *float64 {
-	for _, r := range rep.Results {
-		if r.Workload == w && r.Library == lib && r.Figures != nil {
-			return ptr(r.Figures.PerSecond)
-		}
-	}
-	return nil
-}
-
-// div returns a/b, or nil.
-func div(a, b *float64) *float64 {
-	if a == nil || b == nil || *b == 0 {
+// statOf returns the median, min and max of vs, or nil if there are none.
+func statOf(vs []float64) *stat {
+	if len(vs) == 0 {
 		return nil
 	}
-	return ptr(*a / *b)
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return &stat{Med: med, Min: s[0], Max: s[len(s)-1], N: len(s)}
 }
 
-// targets evaluates BENCHMARKS.md's targets on this run.
-func (rep *report) targets() []target {
-	z := func(w string) *float64 { return rep.rate(w, libZklock) }
-	lo, hi := rep.handoffSizes()
-	hw, lw := fmt.Sprintf("handoff W=%d", hi), fmt.Sprintf("W=%d", lo)
-	if hi == 0 {
-		hw, lw = "handoff W=2000", "W=10"
+// String formats the median, and the spread when there is more than one
+// value: "2838 [2700..2900]".
+func (s *stat) String() string {
+	if s.N < 2 {
+		return num(s.Med)
 	}
+	return fmt.Sprintf("%s [%s..%s]", num(s.Med), num(s.Min), num(s.Max))
+}
+
+// ratioString formats the stat of ratios: "1.25x [1.10..1.30]".
+func (s *stat) ratioString() string {
+	if s.N < 2 {
+		return fmt.Sprintf("%.2fx", s.Med)
+	}
+	return fmt.Sprintf("%.2fx [%.2f..%.2f]", s.Med, s.Min, s.Max)
+}
+
+// values returns the values of a by-round map, in round order.
+func values(m map[int]float64) []float64 {
+	rounds := make([]int, 0, len(m))
+	for r := range m {
+		rounds = append(rounds, r)
+	}
+	slices.Sort(rounds)
+	out := make([]float64, len(rounds))
+	for i, r := range rounds {
+		out[i] = m[r]
+	}
+	return out
+}
+
+// ratios returns a/b for every round both have.
+func ratios(a, b map[int]float64) []float64 {
+	var out []float64
+	for _, r := range slices.Sorted(maps.Keys(a)) {
+		if d, ok := b[r]; ok && d != 0 {
+			out = append(out, a[r]/d)
+		}
+	}
+	return out
+}
+
+// ratioCell formats the stat of a/b round by round, or "".
+func ratioCell(a, b map[int]float64) string {
+	if s := statOf(ratios(a, b)); s != nil {
+		return s.ratioString()
+	}
+	return ""
+}
+
+// pick selects the results of one workload of one library: size is the
+// handoff's W or the sessions C of a loop workload, 0 for any.
+type pick struct {
+	workload string
+	size     int
+	lib      string
+}
+
+// matches reports whether r is one of p's results.
+func (p pick) matches(r *result) bool {
+	if r.Workload != p.workload || r.Library != p.lib {
+		return false
+	}
+	switch {
+	case p.size == 0:
+		return true
+	case r.Workload == wHandoff:
+		return r.N == p.size
+	}
+	return r.Sessions == p.size
+}
+
+// rateOf is a run's per-second figure.
+func rateOf(f *figures) *float64 { return ptr(f.PerSecond) }
+
+// handoffOf is a run's ms per handoff.
+func handoffOf(f *figures) *float64 { return f.MsPerHandoff }
+
+// series returns the value of p's finished runs in regime rg, by round.
+func (rep *report) series(rg string, p pick, value func(*figures) *float64) map[int]float64 {
+	out := make(map[int]float64)
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		if r.Regime != rg || r.Round < 0 || r.Figures == nil || !p.matches(r) {
+			continue
+		}
+		if v := value(r.Figures); v != nil {
+			out[r.Round] = *v
+		}
+	}
+	return out
+}
+
+// target is one of BENCHMARKS.md's targets: a ratio of two figures of a
+// regime, and its bound.
+type target struct {
+	regime   string
+	what     string
+	num, den pick
+	bound    float64
+	atMost   bool // the ratio must be at most bound (times), else at least (rates)
+}
+
+// targets are BENCHMARKS.md's targets.
+func targets() []target {
+	z := func(w string, size int) pick { return pick{w, size, libZklock} }
+	g := func(w string, size int) pick { return pick{w, size, libZK} }
+	c := func(w string, size int) pick { return pick{w, size, libCurator} }
+	lo, lat := regLoopback, regLatency
 	return []target{
-		{"uncontended >= 0.8 x floor", div(z(wUncontended), rep.rate(wFloor, libZK)), 0.8, false},
-		{"uncontended >= 1.3 x zk.Lock", div(z(wUncontended), rep.rate(wUncontended, libZK)), 1.3, false},
-		{"uncontended >= 2 x Curator", div(z(wUncontended), rep.rate(wUncontended, libCurator)), 2, false},
-		{"contended >= 2 x Curator", div(z(wContended), rep.rate(wContended, libCurator)), 2, false},
-		{"contended >= 1.2 x zk.Lock", div(z(wContended), rep.rate(wContended, libZK)), 1.2, false},
-		{fmt.Sprintf("%s <= 1.3 x zklock's %s", hw, lw),
-			div(rep.handoffMs(libZklock, hi), rep.handoffMs(libZklock, lo)), 1.3, true},
-		{hw + " <= 0.5 x Curator's", div(rep.handoffMs(libZklock, hi), rep.handoffMs(libCurator, hi)), 0.5, true},
-		{"semaphore >= 1.5 x Curator", div(z(wSemaphore), rep.rate(wSemaphore, libCurator)), 1.5, false},
-		{"rwread >= 1.5 x Curator", div(z(wRWRead), rep.rate(wRWRead, libCurator)), 1.5, false},
+		{lo, "uncontended >= 0.95 x floor", z(wUncontended, 0), g(wFloor, 0), 0.95, false},
+		{lo, "uncontended >= 1.4 x zk.Lock", z(wUncontended, 0), g(wUncontended, 0), 1.4, false},
+		{lo, "uncontended >= 1.7 x Curator", z(wUncontended, 0), c(wUncontended, 0), 1.7, false},
+		{lo, "contended 16 >= 1.1 x zk.Lock", z(wContended, 16), g(wContended, 16), 1.1, false},
+		{lo, "contended 16 >= 1.4 x Curator", z(wContended, 16), c(wContended, 16), 1.4, false},
+		{lo, "handoff W=1 time <= zk.Lock's", z(wHandoff, 1), g(wHandoff, 1), 1, true},
+		{lo, "handoff W=10 time <= zk.Lock's", z(wHandoff, 10), g(wHandoff, 10), 1, true},
+		{lo, "handoff W=2000 <= 1.2 x zklock's W=10", z(wHandoff, 2000), z(wHandoff, 10), 1.2, true},
+		{lo, "handoff W=2000 <= 0.8 x zk.Lock's", z(wHandoff, 2000), g(wHandoff, 2000), 0.8, true},
+		{lo, "semaphore >= 1.5 x Curator", z(wSemaphore, 0), c(wSemaphore, 0), 1.5, false},
+		{lo, "rwread >= 1.5 x Curator", z(wRWRead, 0), c(wRWRead, 0), 1.5, false},
+		{lat, "uncontended >= 0.95 x floor (same path)", z(wUncontended, 0), g(wFloor, 0), 0.95, false},
+		{lat, "contended 16 >= 1.6 x zk.Lock", z(wContended, 16), g(wContended, 16), 1.6, false},
+		{lat, "handoff W=1 time <= 0.6 x zk.Lock's", z(wHandoff, 1), g(wHandoff, 1), 0.6, true},
+		{lat, "semaphore >= 1.5 x Curator", z(wSemaphore, 0), c(wSemaphore, 0), 1.5, false},
 	}
 }
 
-// printTargets writes whether this run meets each target.
-func (rep *report) printTargets(w io.Writer) {
+// targetRow is a target evaluated on this run: the median and spread of
+// its ratio over the rounds, and whether the median meets the bound.
+type targetRow struct {
+	Regime string   `json:"regime"`
+	Target string   `json:"target"`
+	Bound  float64  `json:"bound"`
+	AtMost bool     `json:"at_most"`
+	Median *float64 `json:"median"` // null: not measured
+	Min    *float64 `json:"min"`
+	Max    *float64 `json:"max"`
+	Rounds int      `json:"rounds"`
+	Met    *bool    `json:"met"`
+}
+
+// evalTargets evaluates every target of the regimes that ran.
+func (rep *report) evalTargets() []targetRow {
+	var out []targetRow
+	ran := rep.regimeNames()
+	for _, tg := range targets() {
+		if !slices.Contains(ran, tg.regime) {
+			continue
+		}
+		value := rateOf
+		if tg.num.workload == wHandoff {
+			value = handoffOf
+		}
+		row := targetRow{Regime: tg.regime, Target: tg.what, Bound: tg.bound, AtMost: tg.atMost}
+		if s := statOf(ratios(rep.series(tg.regime, tg.num, value), rep.series(tg.regime, tg.den, value))); s != nil {
+			met := s.Med >= tg.bound
+			if tg.atMost {
+				met = s.Med <= tg.bound
+			}
+			row.Median, row.Min, row.Max, row.Rounds, row.Met = &s.Med, &s.Min, &s.Max, s.N, &met
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// printTargets writes whether this run meets each target of regime rg.
+func (rep *report) printTargets(w io.Writer, rg string) {
 	note := ""
 	if !strings.HasPrefix(rep.Storage, "tmpfs") {
 		note = " They are set for tmpfs; this run is on disk."
 	}
-	fmt.Fprintf(w, "Targets (BENCHMARKS.md), zklock's ratio in this run.%s\n", note)
+	fmt.Fprintf(w, "Targets (BENCHMARKS.md), %s: zklock's ratio, median [min..max] of the rounds; met if the median is.%s\n", rg, note)
 	t := &table{left: 1}
-	for _, tg := range rep.targets() {
-		if tg.ratio == nil {
-			t.add(tg.what, "n/a", "")
+	t.add("target", "measured", "met?")
+	t.rule()
+	n := 0
+	for _, row := range rep.Targets {
+		if row.Regime != rg {
 			continue
 		}
-		met := *tg.ratio >= tg.bound
-		if tg.atMost {
-			met = *tg.ratio <= tg.bound
+		n++
+		if row.Median == nil {
+			t.add(row.Target, "n/a", "")
+			continue
 		}
-		t.add(tg.what, fmt.Sprintf("%.2fx", *tg.ratio), map[bool]string{true: "met", false: "MISSED"}[met])
+		s := stat{Med: *row.Median, Min: *row.Min, Max: *row.Max, N: row.Rounds}
+		t.add(row.Target, s.ratioString(), map[bool]string{true: "met", false: "MISSED"}[*row.Met])
 	}
-	t.write(w)
+	if n > 0 {
+		t.write(w)
+	}
 	fmt.Fprintln(w)
 }

@@ -19,6 +19,10 @@ const (
 	// phaseQueued (handoff only): every waiter has been started. The phaser
 	// returns once the lock path lists the gate's node and every waiter's.
 	phaseQueued = "queued"
+	// phaseDrained (handoff only): every waiter of the repetition that
+	// phaseQueued started has acquired and released; the gate takes the
+	// lock again before the next repetition.
+	phaseDrained = "drained"
 	// phaseMeasured: the measured part is over; the tear-down comes next.
 	phaseMeasured = "measured"
 )
@@ -35,6 +39,7 @@ type spec struct {
 	Leases   int           // semaphore: L
 	Dur      time.Duration // contended, semaphore, rwread: S
 	Warmup   int           // unmeasured acquire+release pairs first
+	Reps     int           // handoff: repetitions on the same sessions (0 means 1)
 	Path     string        // the lock's path, fresh for this run
 	WarmPath string        // where warm-up pairs run, except for floor and uncontended (Path)
 }
@@ -94,3 +99,6 @@ type library interface {
 	// every session it opened (bounded) before returning.
 	run(ctx context.Context, sp spec, ep endpoints, ph phaser) (raw, error)
 }
+
+// reps is how many times a handoff repeats: Reps, at least 1.
+func (s spec) reps() int { return max(1, s.Reps) }

@@ -423,14 +423,15 @@ func portRange() (lo, hi int) {
 
 // launch starts node's JVM.
 func (c *procCluster) launch(node *procNode) error {
-	args := []string{
-		"-Xmx256m",
-		"-XX:+UseSerialGC",
-		"-XX:TieredStopAtLevel=1",
+	args := DefaultServerJVMFlags()
+	if c.cfg.ServerJVMFlags != "" {
+		args = strings.Fields(c.cfg.ServerJVMFlags)
+	}
+	args = append(args,
 		"-XX:-UsePerfData",
 		"-Djava.net.preferIPv4Stack=true",
 		"-Djava.awt.headless=true",
-	}
+	)
 	args = append(args, c.inst.jvmFlags...)
 	args = append(args, node.extraArgs...)
 	args = append(args, JVMFlags(c.cfg)...)

@@ -245,3 +245,41 @@ func TestStartInMissingDataDir(t *testing.T) {
 		t.Fatalf("error %v, want one wrapping os.ErrNotExist", err)
 	}
 }
+
+func TestServerJVMFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		flags     string
+		want      []string
+		wantNever []string
+	}{
+		{name: "default", want: DefaultServerJVMFlags()},
+		{name: "replaced", flags: "-Xmx1000m -XX:+UseG1GC", want: []string{"-Xmx1000m", "-XX:+UseG1GC"},
+			wantNever: DefaultServerJVMFlags()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			record := filepath.Join(t.TempDir(), "args")
+			inst := fakeJava(t, "echo \"$@\" > "+record+"\nexec sleep 600\n")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if _, err := startInstall(ctx, inst, Config{ServerJVMFlags: tc.flags}); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("error %v, want a deadline", err)
+			}
+			b, err := os.ReadFile(record)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := strings.Fields(string(b))
+			for _, f := range tc.want {
+				if !slices.Contains(args, f) {
+					t.Errorf("JVM arguments %q lack %q", args, f)
+				}
+			}
+			for _, f := range tc.wantNever {
+				if slices.Contains(args, f) {
+					t.Errorf("JVM arguments %q have %q", args, f)
+				}
+			}
+		})
+	}
+}

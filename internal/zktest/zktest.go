@@ -72,6 +72,12 @@ const (
 	DefaultMaxSessionTimeout = 60 * time.Second
 )
 
+// DefaultServerJVMFlags are the process backend's heap, GC and JIT flags
+// unless [Config.ServerJVMFlags] replaces them.
+func DefaultServerJVMFlags() []string {
+	return []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
+}
+
 // Time limits of the harness's own waits.
 const (
 	// startTimeout bounds how long a process cluster may take to serve.
@@ -130,6 +136,14 @@ type Config struct {
 	// Start fails with an error wrapping ErrUnsupported (so StartT
 	// skips). Registered backends are not tried.
 	Isolatable bool
+	// ServerJVMFlags, if not empty, replace the process backend's heap,
+	// garbage collector and JIT settings (DefaultServerJVMFlags: a small
+	// heap, the serial GC and C1 only, which start fast and suit tests)
+	// with these JVM flags, separated by spaces. Benchmarks use it to run
+	// the server as users do: zkServer.sh gives "-Xmx1000m" and otherwise
+	// Java's defaults. Other backends ignore it. (A string, not a slice,
+	// so that a Config stays comparable.)
+	ServerJVMFlags string
 	// TLS, if not nil, makes every server also listen for TLS clients on
 	// a secure client port, with the given key and trust material; the
 	// cluster is then a [SecureCluster] whose SecureServers returns those

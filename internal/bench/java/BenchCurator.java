@@ -12,7 +12,7 @@
 //   contended   <c> <ms> <warmup>         c sessions loop on one InterProcessMutex
 //   semaphore   <c> <leases> <ms> <warmup> c sessions loop on one InterProcessSemaphoreV2
 //   rwread      <c> <ms> <warmup>         c sessions loop on one read lock
-//   handoff     <w> <warmup>              w sessions queue behind a gate session
+//   handoff     <w> <warmup> [<reps>]     w sessions queue behind a gate session, reps times
 //
 // The gate session (handoff) connects to <gateConnect>, every other session
 // to <connect>: the Go side may count their requests apart. Warm-up pairs
@@ -22,8 +22,9 @@
 //   "versions curator=<v> zookeeper=<v> java=<v>"   first
 //   "phase <name>"   then one line "go" is read from stdin before going on:
 //                    ready (set up, the measured part comes next), queued
-//                    (handoff: every waiter started), measured (done; the
-//                    tear-down comes next)
+//                    (handoff: every waiter started), drained (handoff:
+//                    every waiter of this repetition done), measured (done;
+//                    the tear-down comes next)
 //   "result <json>"  last: {"ops":..,"seconds":..,"lat_us":[..],
 //                    "per_session":[..],"violations":..,"dnf":..,"error":".."}
 // Every wait is bounded by <limitMs> from the start: past it the result
@@ -443,20 +444,36 @@ public final class BenchCurator {
     /**
      * w sessions queue on one InterProcessMutex held by a gate session; once
      * the Go side has seen w+1 nodes it says go and the gate releases. The
-     * time until all w have acquired and released is measured.
+     * time until all w have acquired and released is measured. This repeats
+     * reps times on the same sessions, the gate taking the lock again first.
      */
-    static Result handoff(String connect, String gateConnect, String path, String warmPath, int w, int warmup)
-            throws Exception {
+    static Result handoff(String connect, String gateConnect, String path, String warmPath, int w, int warmup,
+            int reps) throws Exception {
         CuratorFramework gateClient = connect(gateConnect);
         warm(new MutexLocker(new InterProcessMutex(gateClient, warmPath)), warmup);
         MutexLocker gate = new MutexLocker(new InterProcessMutex(gateClient, path));
         acquire(gate, "gate");
         List<CuratorFramework> cs = connectAll(w, connect);
         phase("ready");
-        CountDownLatch done = new CountDownLatch(w);
+        Result r = new Result();
+        for (int rep = 0; rep < reps; rep++) {
+            if (rep > 0) {
+                acquire(gate, "gate");
+            }
+            r.seconds += handoffOnce(gate, cs, path);
+            phase("drained");
+        }
+        r.ops = (long) w * reps;
+        phase("measured");
+        return r;
+    }
+
+    /** Queues a waiter of each session behind gate, releases it, and times until all are done. */
+    static double handoffOnce(MutexLocker gate, List<CuratorFramework> cs, String path) throws Exception {
+        CountDownLatch done = new CountDownLatch(cs.size());
         AtomicReference<Exception> failure = new AtomicReference<>();
-        for (int i = 0; i < w; i++) {
-            MutexLocker l = new MutexLocker(new InterProcessMutex(cs.get(i), path));
+        for (CuratorFramework c : cs) {
+            MutexLocker l = new MutexLocker(new InterProcessMutex(c, path));
             daemon("waiter").newThread(() -> {
                 try {
                     acquire(l, "waiter");
@@ -475,11 +492,7 @@ public final class BenchCurator {
                 throw failure.get();
             }
         }
-        Result r = new Result();
-        r.seconds = (System.nanoTime() - start) / 1e9;
-        r.ops = w;
-        phase("measured");
-        return r;
+        return (System.nanoTime() - start) / 1e9;
     }
 
     // ---- main ------------------------------------------------------------
@@ -526,7 +539,8 @@ public final class BenchCurator {
                         Integer.parseInt(a[2]),
                         (c, p) -> new MutexLocker(new InterProcessReadWriteLock(c, p).readLock()), Integer.MAX_VALUE);
             case "handoff":
-                return handoff(connect, gateConnect, path, warmPath, Integer.parseInt(a[0]), Integer.parseInt(a[1]));
+                return handoff(connect, gateConnect, path, warmPath, Integer.parseInt(a[0]), Integer.parseInt(a[1]),
+                        a.length > 2 ? Integer.parseInt(a[2]) : 1);
             default:
                 throw new IllegalArgumentException("unknown workload " + workload);
         }
