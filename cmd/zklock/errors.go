@@ -83,6 +83,11 @@ func connectError(servers string, timeout time.Duration, err error) error {
 		msg := fmt.Sprintf("connect to %s: no ZooKeeper session within %v (-connect-timeout)", servers, timeout)
 		return &cliError{msg: msg, err: err}
 	}
+	if errors.Is(err, zk.ErrNoServer) {
+		// The library's own words name each server and what it answered
+		// (connection refused, no such host): keep them.
+		return &cliError{msg: strings.TrimPrefix(err.Error(), "zklock: "), err: err}
+	}
 	return opError("connect to", servers, err)
 }
 
