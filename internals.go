@@ -336,7 +336,9 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 		}
 	}
 	if errors.Is(err, zk.ErrNoNode) {
-		return verdict{}, nil
+		// Gone already. If its deletion alone grants, it has granted (the
+		// waiter confirms as for any grant); else decide again at once.
+		return verdict{granted: v.grantOnDelete}, nil
 	}
 	v.watch = ch
 	return v, err

@@ -554,11 +554,18 @@ type watchSet struct {
 // fired reports whether a watch channel has delivered its event. go-zk sends
 // one event and closes the channel, so every waiter still wakes.
 func fired(ch <-chan zk.Event) bool {
+	_, ok := firedWith(ch)
+	return ok
+}
+
+// firedWith is fired, also returning the event it consumed (a zero Event
+// if another receiver had it).
+func firedWith(ch <-chan zk.Event) (zk.Event, bool) {
 	select {
-	case <-ch:
-		return true
+	case ev := <-ch:
+		return ev, true
 	default:
-		return false
+		return zk.Event{}, false
 	}
 }
 
@@ -568,11 +575,17 @@ func (c *Client) watchNode(ctx context.Context, p string) (<-chan zk.Event, erro
 	ws := &c.watches
 	ws.mu.Lock()
 	if ch, ok := ws.m[p]; ok {
-		if !fired(ch) {
+		ev, done := firedWith(ch)
+		if !done {
 			ws.mu.Unlock()
 			return ch, nil
 		}
 		delete(ws.m, p)
+		if ev.Type == zk.EventNodeDeleted {
+			// Its watch saw it deleted: it is gone, no need to ask.
+			ws.mu.Unlock()
+			return nil, zk.ErrNoNode
+		}
 	}
 	ws.mu.Unlock()
 	type got struct{ ch <-chan zk.Event }
