@@ -386,8 +386,7 @@ type watchResult struct {
 // again once the session's connection is back, and whether the loss ends
 // the hold is the error policy's call, which the monitor applies.
 func (h *hold) watchNode(onRevoke func(string)) <-chan watchResult {
-	out := make(chan watchResult, 1)
-	if !h.c.goFunc(func() {
+	return alongside(h.c, watchResult{err: ErrClosed}, func() watchResult {
 		for {
 			ch, err := watchOwn(h.ctx, h.c, h.node, onRevoke)
 			if retryable(err) {
@@ -399,13 +398,9 @@ func (h *hold) watchNode(onRevoke func(string)) <-chan watchResult {
 					continue
 				}
 			}
-			out <- watchResult{ch, err}
-			return
+			return watchResult{ch, err}
 		}
-	}) {
-		out <- watchResult{err: ErrClosed}
-	}
-	return out
+	})
 }
 
 // loseBy loses the hold because following its node failed with err,

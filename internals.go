@@ -350,15 +350,22 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 // watches is another waiter's predecessor, whose shared watch must deliver
 // its event to that waiter, not to this one.
 func watchAlongside(ctx context.Context, c *Client, p string) <-chan watchResult {
-	out := make(chan watchResult, 1)
-	if !c.goFunc(func() {
+	return alongside(c, watchResult{err: ErrClosed}, func() watchResult {
 		ch, err := await(c, ctx, func() (<-chan zk.Event, error) {
 			_, _, ch, err := c.zc.GetW(p)
 			return ch, err
 		}, nil)
-		out <- watchResult{ch, closedErr(err)}
-	}) {
-		out <- watchResult{err: ErrClosed}
+		return watchResult{ch, closedErr(err)}
+	})
+}
+
+// alongside runs f on a goroutine of the Client, so that its request
+// travels with the caller's next one, and yields f's outcome; closed,
+// once the Client has begun to close and f cannot run.
+func alongside[T any](c *Client, closed T, f func() T) <-chan T {
+	out := make(chan T, 1)
+	if !c.goFunc(func() { out <- f() }) {
+		out <- closed
 	}
 	return out
 }
@@ -374,19 +381,16 @@ var firedWatch = func() <-chan zk.Event {
 // goroutine, so that its request travels with the caller's next one. The
 // channel yields its outcome.
 func watchOwnAlongside(ctx context.Context, c *Client, n *lockNode, onRevoke func(string)) <-chan error {
-	out := make(chan error, 1)
 	if n.isKnown() {
+		out := make(chan error, 1)
 		out <- nil
 		return out
 	}
-	if !c.goFunc(func() {
+	return alongside(c, ErrClosed, func() error {
 		ch, err := watchOwn(ctx, c, n, onRevoke)
 		n.own = ch
-		out <- err
-	}) {
-		out <- ErrClosed
-	}
-	return out
+		return err
+	})
 }
 
 // watchOwn sets a data watch on n and returns it. The first time, it also
@@ -520,21 +524,17 @@ func (w *waiter) run(ctx context.Context, decide func(context.Context) (verdict,
 		case err != nil:
 			return snapshot{}, err
 		case v.granted:
-			ok, err := w.confirm(ctx, pre)
-			if ok || err != nil {
-				return pre, err
-			}
 		case w.try:
 			return snapshot{}, ErrLocked
 		case v.watch != nil:
-			granted, err := w.await(ctx, v, stateCh)
-			if err != nil {
+			// The watch's event can grant too (see verdict.grantOnDelete).
+			if v.granted, err = w.await(ctx, v, stateCh); err != nil {
 				return snapshot{}, err
 			}
-			if granted { // confirmed against pre, taken before the listing the verdict rests on
-				if ok, err := w.confirm(ctx, pre); ok || err != nil {
-					return pre, err
-				}
+		}
+		if v.granted { // confirmed against pre, taken before the listing the verdict rests on
+			if ok, err := w.confirm(ctx, pre); ok || err != nil {
+				return pre, err
 			}
 		}
 	}
