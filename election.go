@@ -258,25 +258,13 @@ type Leader struct {
 
 // participantsOf lists the participants of the engine li's path.
 func participantsOf(ctx context.Context, li *lockInternals, p string) ([]Participant, error) {
-	c := li.c
-	children, err := li.sortedChildren(ctx)
+	out := []Participant{}
+	err := eachExisting(ctx, li, func(node string, data []byte) bool {
+		out = append(out, Participant{ID: string(data), Node: node, Leader: len(out) == 0})
+		return true
+	})
 	if err != nil {
 		return nil, wrapf(err, "participants %s", p)
-	}
-	out := make([]Participant, 0, len(children))
-	for _, ch := range children {
-		full := path.Join(li.basePath, ch)
-		data, err := retry(c, ctx, func() ([]byte, error) {
-			d, _, err := c.zc.Get(full)
-			return d, err
-		})
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			return nil, wrapf(err, "participants %s", p)
-		}
-		out = append(out, Participant{ID: string(data), Node: c.relPath(full), Leader: len(out) == 0})
 	}
 	return out, nil
 }
@@ -296,10 +284,25 @@ func leaderOf(ctx context.Context, li *lockInternals, p string) (string, error) 
 // firstExisting reads the leader of li's path: the first child in sort
 // order that exists when read, or a Leader with no Node.
 func firstExisting(ctx context.Context, li *lockInternals) (Leader, error) {
+	var l Leader
+	err := eachExisting(ctx, li, func(node string, data []byte) bool {
+		l = Leader{ID: string(data), Node: node}
+		return false
+	})
+	if err != nil {
+		return Leader{}, err
+	}
+	return l, nil
+}
+
+// eachExisting reads li's children in sort order and calls fn with the
+// path (relative to the namespace) and data of each that still exists when
+// read, until fn returns false.
+func eachExisting(ctx context.Context, li *lockInternals, fn func(node string, data []byte) bool) error {
 	c := li.c
 	children, err := li.sortedChildren(ctx)
 	if err != nil {
-		return Leader{}, err
+		return err
 	}
 	for _, ch := range children {
 		full := path.Join(li.basePath, ch)
@@ -311,11 +314,13 @@ func firstExisting(ctx context.Context, li *lockInternals) (Leader, error) {
 			continue
 		}
 		if err != nil {
-			return Leader{}, err
+			return err
 		}
-		return Leader{ID: string(data), Node: c.relPath(full)}, nil
+		if !fn(c.relPath(full), data) {
+			return nil
+		}
 	}
-	return Leader{}, nil
+	return nil
 }
 
 // observe follows the leader of li's path until ctx ends or the Client

@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -78,7 +79,7 @@ func (hd *Hold) multiErr(ctx context.Context, ops []any, nodes []*lockNode, res 
 	if len(res) == len(nodes)+len(ops) {
 		for i, n := range nodes {
 			if res[i].Error != nil {
-				return cmpErr(hd.h.check("multi", hd.path),
+				return cmp.Or(hd.h.check("multi", hd.path),
 					errorf(ErrLockLost, "multi %s: lock lost: node %s is gone", hd.path, hd.h.relPath(n.path)))
 			}
 		}
@@ -92,14 +93,6 @@ func (hd *Hold) multiErr(ctx context.Context, ops []any, nodes []*lockNode, res 
 		return opErr(ctx, "multi", hd.path, fmt.Errorf("outcome unknown: %w", err))
 	}
 	return wrapf(err, "multi %s", hd.path)
-}
-
-// cmpErr returns a if it is not nil, else b.
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // opName names a transaction op and its path, for errors.
