@@ -79,11 +79,3 @@ func num(v float64) string {
 	}
 	return fmt.Sprintf("%.2f", v)
 }
-
-// ratio formats a/b, or "" when either is missing.
-func ratio(a, b *float64) string {
-	if a == nil || b == nil || *b == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%.2fx", *a / *b)
-}

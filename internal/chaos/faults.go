@@ -31,10 +31,6 @@ const (
 	numFaults
 )
 
-// aimed reports whether k is aimed at a chosen session, rather than at
-// whichever the schedule picks.
-func (k faultKind) aimed() bool { return k >= pauseHolderShort }
-
 func (k faultKind) String() string {
 	return [...]string{
 		"kill the leader (SIGKILL), restart it",

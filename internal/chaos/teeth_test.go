@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -36,7 +35,7 @@ func TestChaosTeeth(t *testing.T) {
 		t.Skip("the chaos suite takes minutes")
 	}
 	bin := filepath.Join(t.TempDir(), "chaos-mutant")
-	build := exec.Command(goTool(), "build", "-tags", "zklock_mutant", "-o", bin, ".")
+	build := exec.Command("go", "build", "-tags", "zklock_mutant", "-o", bin, ".")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "go build -tags zklock_mutant: %s", out)
 	noFaults := []string{"-no-faults", "-duration", "10s"}
@@ -83,12 +82,4 @@ func runMutant(t *testing.T, bin, mutant string, args []string) (map[string]int,
 		kinds[kv[1]], _ = strconv.Atoi(kv[2])
 	}
 	return kinds, out
-}
-
-// goTool is the go command that runs this test.
-func goTool() string {
-	if p, err := exec.LookPath(filepath.Join(runtime.GOROOT(), "bin", "go")); err == nil {
-		return p
-	}
-	return "go"
 }
