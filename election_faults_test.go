@@ -254,10 +254,14 @@ func campaignLoop(ctx context.Context, el *zklock.Election, log *leaderLog, errs
 		case <-ctx.Done():
 		case <-time.After(50 * time.Millisecond): // a short term, then resign
 		}
-		// The term ends when the Hold says so: for a loss, at the
-		// cancellation, which is before anyone else may lead.
+		// The term ends when the leader stops believing it leads: at a
+		// loss's cancellation, seen above, or here, before Release cancels
+		// the Hold and sends its delete, which no one else can lead
+		// before. (Stamped after Release, a term would also count the
+		// delete's reply, after which the next leader may already lead.)
+		end := time.Now()
 		_ = hd.Release()
-		log.add(el.ID(), start, time.Now())
+		log.add(el.ID(), start, end)
 	}
 	errs <- nil
 }
