@@ -96,6 +96,24 @@ func attachEnv(ctx context.Context, cluster zktest.Cluster, owned bool, storage 
 	return e, nil
 }
 
+// serverCPU returns the CPU time the server's process has used, or -1
+// when it cannot be read (an external server, or not Linux).
+func (e *env) serverCPU() time.Duration {
+	p, ok := e.cluster.(zktest.Process)
+	if !ok {
+		return -1
+	}
+	pid := p.PID(0)
+	if pid == 0 {
+		return -1
+	}
+	d, err := processCPU(pid)
+	if err != nil {
+		return -1
+	}
+	return d
+}
+
 // sessions returns how many sessions the server tracks, from the dump
 // four-letter word ("Session Sets (<sets>)/(<sessions>):").
 func (e *env) sessions(ctx context.Context) (int, error) {

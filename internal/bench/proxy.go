@@ -11,6 +11,7 @@ import (
 	"net"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -105,6 +106,8 @@ type countingProxy struct {
 	ln     net.Listener
 	wg     sync.WaitGroup
 
+	down atomic.Int64 // bytes forwarded from the server to clients
+
 	mu       sync.Mutex
 	counts   opCounts
 	connects int64
@@ -135,6 +138,10 @@ func (p *countingProxy) Snapshot() (opCounts, int64) {
 	defer p.mu.Unlock()
 	return maps.Clone(p.counts), p.connects
 }
+
+// Down returns how many bytes the proxy has forwarded from the server to
+// its clients: replies and notifications.
+func (p *countingProxy) Down() int64 { return p.down.Load() }
 
 // Close stops listening, closes every connection and waits for the
 // proxy's goroutines. It is idempotent.
@@ -211,12 +218,24 @@ func (p *countingProxy) serve(client net.Conn) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = io.Copy(toClient, up)
+		_, _ = io.Copy(toClient, countedReader{up, &p.down})
 		toClient.Close()
 	}()
 	_ = p.countFrames(toServer, client)
 	toServer.Close()
 	<-done
+}
+
+// countedReader adds what it reads to n.
+type countedReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countedReader) Read(b []byte) (int, error) {
+	k, err := c.r.Read(b)
+	c.n.Add(int64(k))
+	return k, err
 }
 
 // errDelivery is returned by a delayedWriter's Write once a delivery has

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -110,6 +111,7 @@ func TestCountingProxyRealServer(t *testing.T) {
 	defer p.Close()
 	conn := zktest.ConnectT(t, []string{p.Addr()})
 	before, _ := p.Snapshot()
+	downBefore := p.Down()
 	node := "/bench-proxy-test"
 	if _, err := conn.Create(node, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
@@ -130,6 +132,46 @@ func TestCountingProxyRealServer(t *testing.T) {
 		named["exists"] != 1 || named["delete"] != 1 {
 		t.Errorf("counted %v (connects %d), want one each of create, getChildren2, exists, delete", named, connects)
 	}
+	// Every reply has a 20-byte frame and header (length, xid, zxid, err).
+	if down := p.Down() - downBefore; down < 4*20 {
+		t.Errorf("%d bytes down for 4 replies, want at least 80", down)
+	}
+}
+
+// TestServerCPU checks that the server's CPU time is read and grows with
+// the requests it serves, where the server is a local process on Linux.
+func TestServerCPU(t *testing.T) {
+	c := zktest.Shared(t)
+	p, ok := c.(zktest.Process)
+	if !ok || runtime.GOOS != "linux" {
+		t.Skipf("the %s backend's server is not a local process we can read", c.Backend())
+	}
+	pid := p.PID(0)
+	if pid == 0 {
+		t.Fatal("PID(0) = 0 for a running server")
+	}
+	before, err := processCPU(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := zktest.ConnectT(t, c.Servers())
+	for deadline := time.Now().Add(time.Minute); ; {
+		for range 200 {
+			if _, _, err := conn.Exists("/"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		after, err := processCPU(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after > before {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server's CPU time stayed at %v for a minute of requests", before)
+		}
+	}
 }
 
 func TestOpCounts(t *testing.T) {
@@ -144,9 +186,18 @@ func TestOpCounts(t *testing.T) {
 	if opName(101) != "setWatches" || opName(999) != "op999" {
 		t.Errorf("opName: %q %q", opName(101), opName(999))
 	}
-	row := newRTRow(libZK, "x", 2, opCounts{1: 2, 12: 2, 2: 2, 999: 1})
-	if row.Total != 3.5 || row.Groups["create"] != 1 || row.Groups["getChildren"] != 1 || row.Groups["other"] != 0.5 {
+	row := newRTRow(libZK, "x", 2, rtDelta{counts: opCounts{1: 2, 12: 2, 2: 2, 999: 1}, down: 300, cpu: -1})
+	if row.Total != 3.5 || row.Groups["create"] != 1 || row.Groups["getChildren"] != 1 || row.Groups["other"] != 0.5 ||
+		row.Down != 150 || row.CPU != 0 {
 		t.Errorf("row = %+v", row)
+	}
+	a0 := snapshot{Counts: []opCounts{{1: 1}, {}}, Down: []int64{10, 0}, CPU: time.Second}
+	b0 := snapshot{Counts: []opCounts{{1: 3}, {2: 1}}, Down: []int64{110, 50}, CPU: 2 * time.Second}
+	if d := between(a0, b0); d.counts.total() != 3 || d.down != 150 || d.cpu != time.Second {
+		t.Errorf("between all = %+v", d)
+	}
+	if d := between(a0, b0, 1); d.counts.total() != 1 || d.down != 50 || d.cpu != -1 {
+		t.Errorf("between one proxy = %+v", d)
 	}
 }
 

@@ -22,7 +22,9 @@ type snapshot struct {
 	Sent     int64
 	Nudges   int64 // requests the nudger had sent
 	SrvrErr  error
-	Counts   []opCounts // counting pass: one per proxy
+	Counts   []opCounts    // counting pass: one per proxy
+	Down     []int64       // counting pass: bytes from the server, one per proxy
+	CPU      time.Duration // the server's CPU time so far; -1 if unknown
 }
 
 // recorder answers one run's phases: at phaseQueued it waits until the
@@ -69,7 +71,9 @@ func (r *recorder) phase(ctx context.Context, name string) error {
 	for _, p := range r.proxies {
 		c, _ := p.Snapshot()
 		s.Counts = append(s.Counts, c)
+		s.Down = append(s.Down, p.Down())
 	}
+	s.CPU = r.env.serverCPU()
 	r.snaps[name] = s
 	switch name {
 	case phaseQueued:

@@ -318,9 +318,11 @@ func (rep *report) handoffSizes(rg string) (lo, hi int) {
 // printRoundTrips writes the requests per operation of the counting pass.
 func (rep *report) printRoundTrips(w io.Writer) {
 	fmt.Fprintln(w, "Round trips: requests sent per operation, client to server, counted by proxies in a")
-	fmt.Fprintln(w, "separate pass of each regime (pings and connect requests not counted).")
+	fmt.Fprintln(w, "separate pass of each regime (pings and connect requests not counted); bytes: what")
+	fmt.Fprintln(w, "the server sent back (replies and notifications); server CPU: its process's user+system")
+	fmt.Fprintln(w, "time (clock ticks of 10ms, over the whole counted stretch), blank if not measured.")
 	t := &table{left: 3}
-	t.add(append([]string{"regime", "operation", "library", "total"}, rtGroups()...)...)
+	t.add(append(append([]string{"regime", "operation", "library", "total"}, rtGroups()...), "bytes", "server CPU µs")...)
 	t.rule()
 	for i, r := range rep.RoundTrips {
 		if i > 0 && r.Regime != rep.RoundTrips[i-1].Regime {
@@ -336,6 +338,7 @@ func (rep *report) printRoundTrips(w io.Writer) {
 		for _, g := range rtGroups() {
 			row = append(row, rtCell(r.Groups[g]))
 		}
+		row = append(row, fmt.Sprintf("%.0f", r.Down), rtCell(r.CPU))
 		t.add(row...)
 	}
 	t.write(w)

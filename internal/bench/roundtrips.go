@@ -19,9 +19,12 @@ type rtRow struct {
 	Divisor int                `json:"divisor"` // the operations the counts are divided by
 	Total   float64            `json:"total"`
 	ByOp    map[string]float64 `json:"by_op"`
-	Groups  map[string]float64 `json:"-"` // the table's columns
-	DNF     bool               `json:"dnf,omitempty"`
-	Error   string             `json:"error,omitempty"`
+	Down    float64            `json:"down_bytes"`              // bytes from the server: replies and notifications
+	CPU     float64            `json:"server_cpu_us,omitempty"` // the server's CPU time, µs; 0 if not measured
+
+	Groups map[string]float64 `json:"-"` // the table's columns
+	DNF    bool               `json:"dnf,omitempty"`
+	Error  string             `json:"error,omitempty"`
 }
 
 // rtGroups are the round-trips table's op columns, in order.
@@ -50,12 +53,43 @@ func opGroup(op int32) string {
 	return "other"
 }
 
-// newRTRow divides counts by divisor.
-func newRTRow(lib, what string, divisor int, counts opCounts) rtRow {
+// rtDelta is what a stretch of a counting run cost: requests by op,
+// bytes from the server, and the server's CPU time (-1: not measured).
+type rtDelta struct {
+	counts opCounts
+	down   int64
+	cpu    time.Duration
+}
+
+// between is what the proxies listed in idx (every proxy if none) counted
+// from a to b; the server's CPU time only when every proxy is counted.
+func between(a, b snapshot, idx ...int) rtDelta {
+	if len(idx) == 0 {
+		for i := range b.Counts {
+			idx = append(idx, i)
+		}
+	}
+	d := rtDelta{counts: make(opCounts), cpu: -1}
+	for _, i := range idx {
+		d.counts = d.counts.plus(b.Counts[i].minus(a.Counts[i]))
+		d.down += b.Down[i] - a.Down[i]
+	}
+	if len(idx) == len(b.Counts) && a.CPU >= 0 && b.CPU >= 0 {
+		d.cpu = b.CPU - a.CPU
+	}
+	return d
+}
+
+// newRTRow divides what delta counted by divisor.
+func newRTRow(lib, what string, divisor int, delta rtDelta) rtRow {
 	row := rtRow{Library: lib, What: what, Divisor: divisor,
 		ByOp: make(map[string]float64), Groups: make(map[string]float64)}
 	d := float64(max(divisor, 1))
-	for op, n := range counts {
+	row.Down = float64(delta.down) / d
+	if delta.cpu >= 0 {
+		row.CPU = float64(delta.cpu.Microseconds()) / d
+	}
+	for op, n := range delta.counts {
 		row.ByOp[opName(op)] += float64(n) / d
 		row.Groups[opGroup(op)] += float64(n) / d
 		row.Total += float64(n) / d
@@ -154,16 +188,15 @@ func rtUnit(sp spec) string {
 // handoff, per handoff (every session), per woken waiter (the waiters'
 // sessions only), the gate's release, and the queueing per waiter.
 func rtRows(lib string, sp spec, rec *recorder) []rtRow {
-	sum := func(s snapshot) opCounts { return s.Counts[0].plus(s.Counts[1]) }
 	ready, queued, measured := rec.snaps[phaseReady], rec.snaps[phaseQueued], rec.snaps[phaseMeasured]
 	what := rtWhat(sp)
 	if sp.Workload != wHandoff {
-		return []rtRow{newRTRow(lib, what, sp.N, sum(measured).minus(sum(ready)))}
+		return []rtRow{newRTRow(lib, what, sp.N, between(ready, measured))}
 	}
 	return []rtRow{
-		newRTRow(lib, what+": per handoff", sp.N, sum(measured).minus(sum(queued))),
-		newRTRow(lib, what+": per woken waiter", sp.N, measured.Counts[0].minus(queued.Counts[0])),
-		newRTRow(lib, what+": gate release", 1, measured.Counts[1].minus(queued.Counts[1])),
-		newRTRow(lib, what+": queueing, per waiter", sp.N, sum(queued).minus(sum(ready))),
+		newRTRow(lib, what+": per handoff", sp.N, between(queued, measured)),
+		newRTRow(lib, what+": per woken waiter", sp.N, between(queued, measured, 0)),
+		newRTRow(lib, what+": gate release", 1, between(queued, measured, 1)),
+		newRTRow(lib, what+": queueing, per waiter", sp.N, between(ready, queued)),
 	}
 }

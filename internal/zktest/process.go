@@ -606,6 +606,17 @@ func (c *procCluster) SecureServers() []string {
 // Backend implements Cluster.
 func (c *procCluster) Backend() string { return "process" }
 
+// PID implements Process: the process id of server i's JVM, or 0 when
+// it is not running.
+func (c *procCluster) PID(i int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i < 0 || i >= len(c.nodes) || !c.nodes[i].running() {
+		return 0
+	}
+	return c.nodes[i].proc.cmd.Process.Pid
+}
+
 // node returns server i, checking the cluster is open. c.mu must be held.
 func (c *procCluster) node(op string, i int) (*procNode, error) {
 	if c.closed {

@@ -223,6 +223,13 @@ type Cluster interface {
 	Backend() string
 }
 
+// Process is implemented by a Cluster whose servers are local processes
+// (the process backend), for tools that measure them.
+type Process interface {
+	// PID returns the process id of server i, or 0 when it is not running.
+	PID(i int) int
+}
+
 // Backend is a source of ZooKeeper clusters that can be plugged in with
 // RegisterBackend, such as one starting containers.
 type Backend interface {
