@@ -56,6 +56,7 @@ type sizes struct {
 	LatHandoff   []int         // handoff: W (latency)
 	RTPairs      int           // round trips: uncontended pairs counted
 	RTHandoff    []int         // round trips: handoff W counted
+	RTLoop       time.Duration // round trips: how long contended, semaphore and rwread are counted
 	MemWaiters   int           // memory: W
 	MemSessions  int           // memory: sessions sharing the W waiters
 	SessionLimit time.Duration // session timeout of every session
@@ -68,7 +69,7 @@ func referenceSizes() sizes {
 		ServerWarm: 3000, ServerWarmS: 3 * time.Second,
 		Contended: []int{4, 16}, Sessions: 16, Leases: 4, Duration: 10 * time.Second,
 		Handoff: []int{1, 2, 10, 1000, 2000}, LatHandoff: []int{1, 2, 10}, HandoffMin: 20,
-		RTPairs: 200, RTHandoff: []int{1, 10, 100},
+		RTPairs: 200, RTHandoff: []int{1, 10, 100, 2000}, RTLoop: 2 * time.Second,
 		MemWaiters: 2000, MemSessions: 50,
 		SessionLimit: 30 * time.Second,
 	}
@@ -81,7 +82,7 @@ func quickSizes() sizes {
 	s.ServerWarm, s.ServerWarmS = 300, 500*time.Millisecond
 	s.Contended, s.Duration = []int{16}, time.Second
 	s.Handoff, s.LatHandoff, s.HandoffMin = []int{1, 10}, []int{1}, 5
-	s.RTPairs, s.RTHandoff = 50, []int{1}
+	s.RTPairs, s.RTHandoff, s.RTLoop = 50, []int{1}, 300*time.Millisecond
 	s.MemWaiters, s.MemSessions = 400, 20
 	return s
 }

@@ -186,17 +186,17 @@ func TestOpCounts(t *testing.T) {
 	if opName(101) != "setWatches" || opName(999) != "op999" {
 		t.Errorf("opName: %q %q", opName(101), opName(999))
 	}
-	row := newRTRow(libZK, "x", 2, rtDelta{counts: opCounts{1: 2, 12: 2, 2: 2, 999: 1}, down: 300, cpu: -1})
+	row := newRTRow(libZK, "x", 2, rtDelta{counts: opCounts{1: 2, 12: 2, 2: 2, 999: 1}, down: 300})
 	if row.Total != 3.5 || row.Groups["create"] != 1 || row.Groups["getChildren"] != 1 || row.Groups["other"] != 0.5 ||
-		row.Down != 150 || row.CPU != 0 {
+		row.Down != 150 {
 		t.Errorf("row = %+v", row)
 	}
-	a0 := snapshot{Counts: []opCounts{{1: 1}, {}}, Down: []int64{10, 0}, CPU: time.Second}
-	b0 := snapshot{Counts: []opCounts{{1: 3}, {2: 1}}, Down: []int64{110, 50}, CPU: 2 * time.Second}
-	if d := between(a0, b0); d.counts.total() != 3 || d.down != 150 || d.cpu != time.Second {
+	a0 := snapshot{Counts: []opCounts{{1: 1}, {}}, Down: []int64{10, 0}}
+	b0 := snapshot{Counts: []opCounts{{1: 3}, {2: 1}}, Down: []int64{110, 50}}
+	if d := between(a0, b0); d.counts.total() != 3 || d.down != 150 {
 		t.Errorf("between all = %+v", d)
 	}
-	if d := between(a0, b0, 1); d.counts.total() != 1 || d.down != 50 || d.cpu != -1 {
+	if d := between(a0, b0, 1); d.counts.total() != 1 || d.down != 50 {
 		t.Errorf("between one proxy = %+v", d)
 	}
 }

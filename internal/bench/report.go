@@ -139,8 +139,10 @@ func (rep *report) printMain(w io.Writer, rg string) {
 	fmt.Fprintf(w, "== %s ==\n", rg)
 	fmt.Fprintf(w, "Figures: the median [min..max] over %d rounds. go-zk is zk.Lock, or raw create+delete for the\n", rep.Rounds)
 	fmt.Fprintln(w, "floor. Ratios are zklock / other in each round, their median [min..max]: above 1 is better")
-	fmt.Fprintln(w, "for rates, below 1 for times. srvr: the server's Received/Sent packet counters over the")
-	fmt.Fprintln(w, "measured part, per operation; requests/op: what the clients sent, counted by the proxies.")
+	fmt.Fprintln(w, "for rates, below 1 for times. server CPU: the server process's user+system time over the")
+	fmt.Fprintln(w, "measured part (10ms clock ticks), per op, and as a share of one CPU (busy). srvr: the")
+	fmt.Fprintln(w, "server's Received/Sent packet counters over the measured part, per operation; requests/op:")
+	fmt.Fprintln(w, "what the clients sent, counted by the proxies.")
 	t := &table{left: 2}
 	t.add("workload", "figure", "zklock", "Curator", "go-zk", "zklock/Curator", "zklock/go-zk", "zklock/floor")
 	t.rule()
@@ -249,18 +251,26 @@ func textCell(rs []*result, m metric) string {
 func (rep *report) addPerOp(t *table, rg, label string, libs []string) {
 	srvr := []string{"", "srvr recv/sent per op"}
 	reqs := []string{"", "requests/op"}
-	anySrvr, anyReqs := false, false
+	cpu := []string{"", "server CPU µs/op (busy)"}
+	anySrvr, anyReqs, anyCPU := false, false, false
 	for _, l := range libs {
-		var recv, sent, req []float64
+		var recv, sent, req, perOp, busy []float64
 		for _, r := range rep.runs(rg, label, l) {
 			if r.Srvr != nil {
 				recv, sent = append(recv, r.Srvr.ReceivedPerOp), append(sent, r.Srvr.SentPerOp)
+			}
+			if r.Srvr != nil && r.Srvr.CPUPerOpUS > 0 {
+				perOp, busy = append(perOp, r.Srvr.CPUPerOpUS), append(busy, r.Srvr.CPUBusy)
 			}
 			if r.Requests != nil {
 				req = append(req, *r.Requests)
 			}
 		}
-		srvr, reqs = append(srvr, ""), append(reqs, "")
+		srvr, reqs, cpu = append(srvr, ""), append(reqs, ""), append(cpu, "")
+		if len(perOp) > 0 {
+			anyCPU = true
+			cpu[len(cpu)-1] = fmt.Sprintf("%.0f (%.0f%%)", statOf(perOp).Med, 100*statOf(busy).Med)
+		}
 		if len(recv) > 0 {
 			anySrvr = true
 			srvr[len(srvr)-1] = fmt.Sprintf("%.2f/%.2f", statOf(recv).Med, statOf(sent).Med)
@@ -275,6 +285,9 @@ func (rep *report) addPerOp(t *table, rg, label string, libs []string) {
 	}
 	if anySrvr {
 		t.add(srvr...)
+	}
+	if anyCPU {
+		t.add(cpu...)
 	}
 }
 
@@ -318,11 +331,10 @@ func (rep *report) handoffSizes(rg string) (lo, hi int) {
 // printRoundTrips writes the requests per operation of the counting pass.
 func (rep *report) printRoundTrips(w io.Writer) {
 	fmt.Fprintln(w, "Round trips: requests sent per operation, client to server, counted by proxies in a")
-	fmt.Fprintln(w, "separate pass of each regime (pings and connect requests not counted); bytes: what")
-	fmt.Fprintln(w, "the server sent back (replies and notifications); server CPU: its process's user+system")
-	fmt.Fprintln(w, "time (clock ticks of 10ms, over the whole counted stretch), blank if not measured.")
+	fmt.Fprintln(w, "separate pass of each regime (pings and connect requests not counted); bytes: what the")
+	fmt.Fprintln(w, "server sent back per operation (replies and notifications).")
 	t := &table{left: 3}
-	t.add(append(append([]string{"regime", "operation", "library", "total"}, rtGroups()...), "bytes", "server CPU µs")...)
+	t.add(append(append([]string{"regime", "operation", "library", "total"}, rtGroups()...), "bytes")...)
 	t.rule()
 	for i, r := range rep.RoundTrips {
 		if i > 0 && r.Regime != rep.RoundTrips[i-1].Regime {
@@ -338,7 +350,7 @@ func (rep *report) printRoundTrips(w io.Writer) {
 		for _, g := range rtGroups() {
 			row = append(row, rtCell(r.Groups[g]))
 		}
-		row = append(row, fmt.Sprintf("%.0f", r.Down), rtCell(r.CPU))
+		row = append(row, fmt.Sprintf("%.0f", r.Down))
 		t.add(row...)
 	}
 	t.write(w)

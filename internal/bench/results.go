@@ -49,6 +49,11 @@ type srvrDelta struct {
 	Sent          int64   `json:"sent"`
 	ReceivedPerOp float64 `json:"received_per_op"`
 	SentPerOp     float64 `json:"sent_per_op"`
+	// The server process's CPU time (user+system) over the measured part:
+	// per op, and divided by the part's wall time (1 = one CPU busy).
+	// Zero when not measured (an external server, or not Linux).
+	CPUPerOpUS float64 `json:"cpu_per_op_us,omitempty"`
+	CPUBusy    float64 `json:"cpu_busy,omitempty"`
 }
 
 // newResult describes the outcome of running sp with lib.
@@ -103,11 +108,16 @@ func makeSrvr(sp spec, rec *recorder, ops int64) *srvrDelta {
 		return nil
 	}
 	d := &srvrDelta{}
+	var cpu, wall time.Duration
+	cpuKnown := true
 	for _, iv := range ivs {
 		from, to := iv[0], iv[1]
 		if from.SrvrErr != nil || to.SrvrErr != nil {
 			return nil
 		}
+		cpuKnown = cpuKnown && from.CPU >= 0 && to.CPU >= 0
+		cpu += to.CPU - from.CPU
+		wall += to.At.Sub(from.At)
 		// Each nudge is one request in and one reply out.
 		nudges := to.Nudges - from.Nudges
 		d.Received += to.Received - from.Received - nudges
@@ -115,6 +125,10 @@ func makeSrvr(sp spec, rec *recorder, ops int64) *srvrDelta {
 	}
 	d.ReceivedPerOp = float64(d.Received) / float64(ops)
 	d.SentPerOp = float64(d.Sent) / float64(ops)
+	if cpuKnown && wall > 0 {
+		d.CPUPerOpUS = float64(cpu.Microseconds()) / float64(ops)
+		d.CPUBusy = cpu.Seconds() / wall.Seconds()
+	}
 	return d
 }
 

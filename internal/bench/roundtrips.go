@@ -19,8 +19,7 @@ type rtRow struct {
 	Divisor int                `json:"divisor"` // the operations the counts are divided by
 	Total   float64            `json:"total"`
 	ByOp    map[string]float64 `json:"by_op"`
-	Down    float64            `json:"down_bytes"`              // bytes from the server: replies and notifications
-	CPU     float64            `json:"server_cpu_us,omitempty"` // the server's CPU time, µs; 0 if not measured
+	Down    float64            `json:"down_bytes"` // bytes from the server: replies and notifications
 
 	Groups map[string]float64 `json:"-"` // the table's columns
 	DNF    bool               `json:"dnf,omitempty"`
@@ -53,29 +52,26 @@ func opGroup(op int32) string {
 	return "other"
 }
 
-// rtDelta is what a stretch of a counting run cost: requests by op,
-// bytes from the server, and the server's CPU time (-1: not measured).
+// rtDelta is what a stretch of a counting run cost: requests by op, and
+// bytes from the server. (The server's CPU time is reported with the
+// timed runs: a counting stretch includes the quiet periods.)
 type rtDelta struct {
 	counts opCounts
 	down   int64
-	cpu    time.Duration
 }
 
 // between is what the proxies listed in idx (every proxy if none) counted
-// from a to b; the server's CPU time only when every proxy is counted.
+// from a to b.
 func between(a, b snapshot, idx ...int) rtDelta {
 	if len(idx) == 0 {
 		for i := range b.Counts {
 			idx = append(idx, i)
 		}
 	}
-	d := rtDelta{counts: make(opCounts), cpu: -1}
+	d := rtDelta{counts: make(opCounts)}
 	for _, i := range idx {
 		d.counts = d.counts.plus(b.Counts[i].minus(a.Counts[i]))
 		d.down += b.Down[i] - a.Down[i]
-	}
-	if len(idx) == len(b.Counts) && a.CPU >= 0 && b.CPU >= 0 {
-		d.cpu = b.CPU - a.CPU
 	}
 	return d
 }
@@ -86,9 +82,6 @@ func newRTRow(lib, what string, divisor int, delta rtDelta) rtRow {
 		ByOp: make(map[string]float64), Groups: make(map[string]float64)}
 	d := float64(max(divisor, 1))
 	row.Down = float64(delta.down) / d
-	if delta.cpu >= 0 {
-		row.CPU = float64(delta.cpu.Microseconds()) / d
-	}
 	for op, n := range delta.counts {
 		row.ByOp[opName(op)] += float64(n) / d
 		row.Groups[opGroup(op)] += float64(n) / d
@@ -97,7 +90,8 @@ func newRTRow(lib, what string, divisor int, delta rtDelta) rtRow {
 	return row
 }
 
-// rtPlan lists the counting runs: a pair of each kind, and handoffs.
+// rtPlan lists the counting runs: a pair of each kind, handoffs, and a
+// short run of each loop workload (counted per acquisition).
 func rtPlan(cfg config) []spec {
 	s := cfg.Sizes
 	out := []spec{
@@ -107,7 +101,17 @@ func rtPlan(cfg config) []spec {
 	for _, w := range s.RTHandoff {
 		out = append(out, spec{Workload: wHandoff, N: w, Warmup: rtWarmup})
 	}
+	if s.RTLoop > 0 {
+		for _, w := range []string{wContended, wSemaphore, wRWRead} {
+			out = append(out, spec{Workload: w, C: s.Sessions, Leases: s.Leases, Dur: s.RTLoop, Warmup: rtWarmup})
+		}
+	}
 	return out
+}
+
+// rtLoop reports whether sp is a loop workload, counted per acquisition.
+func rtLoop(sp spec) bool {
+	return sp.Workload != wFloor && sp.Workload != wUncontended && sp.Workload != wHandoff
 }
 
 // roundTrips runs the counting pass of regime rg: every library's runs go
@@ -138,7 +142,7 @@ func countRun(ctx context.Context, e *env, lib library, sp spec, rg regime, limi
 	sp.Path, sp.WarmPath = e.paths("rt-"+sp.Workload, lib.name())
 	what := rtWhat(sp)
 	prog.begin(fmt.Sprintf("%s, round trips, %s: %s", rg.Name, what, displayName(lib.name())))
-	rec, err := countThrough(ctx, e, lib, sp, rg.Delay, limit)
+	rec, r, err := countThrough(ctx, e, lib, sp, rg.Delay, limit)
 	if cerr := e.cleanup(sp.Path); cerr != nil && err == nil {
 		err = cerr
 	}
@@ -147,39 +151,49 @@ func countRun(ctx context.Context, e *env, lib library, sp spec, rg regime, limi
 		row := rtRow{Library: lib.name(), What: what, DNF: errors.Is(err, errDNF), Error: err.Error()}
 		return []rtRow{row}
 	}
+	if rtLoop(sp) {
+		sp.N = int(r.Ops) // the divisor: acquisitions
+	}
 	rows := rtRows(lib.name(), sp, rec)
 	prog.end(fmt.Sprintf("%.2f requests per %s", rows[0].Total, rtUnit(sp)))
 	return rows
 }
 
 // countThrough runs sp with lib through fresh counting proxies adding
-// delay, and returns the recorder holding their counts at each phase.
-func countThrough(ctx context.Context, e *env, lib library, sp spec, delay, limit time.Duration) (*recorder, error) {
+// delay, and returns the recorder holding their counts at each phase,
+// and what the run measured.
+func countThrough(ctx context.Context, e *env, lib library, sp spec, delay, limit time.Duration) (*recorder, raw, error) {
 	rt, err := e.openCounted(delay)
 	if err != nil {
-		return nil, err
+		return nil, raw{}, err
 	}
 	defer rt.close()
 	rec := newRecorder(e, sp)
 	rec.proxies = rt.proxies
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	_, err = lib.run(rctx, sp, rt.ep, rec.phase)
-	return rec, err
+	r, err := lib.run(rctx, sp, rt.ep, rec.phase)
+	return rec, r, err
 }
 
 // rtWhat names a counting run.
 func rtWhat(sp spec) string {
-	if sp.Workload == wHandoff {
+	switch {
+	case sp.Workload == wHandoff:
 		return fmt.Sprintf("handoff W=%d", sp.N)
+	case rtLoop(sp):
+		return fmt.Sprintf("%s %d, per acquisition", sp.Workload, sp.C)
 	}
 	return sp.Workload + " pair"
 }
 
 // rtUnit is what a counting run's first row counts per.
 func rtUnit(sp spec) string {
-	if sp.Workload == wHandoff {
+	switch {
+	case sp.Workload == wHandoff:
 		return "handoff"
+	case rtLoop(sp):
+		return "acquisition"
 	}
 	return "pair"
 }
