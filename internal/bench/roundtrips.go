@@ -152,7 +152,9 @@ func countRun(ctx context.Context, e *env, lib library, sp spec, rg regime, limi
 		return []rtRow{row}
 	}
 	if rtLoop(sp) {
-		sp.N = int(r.Ops) // the divisor: acquisitions
+		// The divisor: every acquisition made. Each session's last one,
+		// made at or after the stop time, is outside the timed count.
+		sp.N = int(r.Ops) + sp.C
 	}
 	rows := rtRows(lib.name(), sp, rec)
 	prog.end(fmt.Sprintf("%.2f requests per %s", rows[0].Total, rtUnit(sp)))
