@@ -67,15 +67,17 @@ bench: deps
 
 # The chaos suite (internal/chaos, see its package doc): 16 sessions, each
 # behind its own fault proxy, contend on a Mutex, a ReadWriteLock and a
-# Semaphore of a 3-node ensemble while servers are killed and partitioned
-# and sessions paused and cut, at random and aimed at current holders
-# (some of which hold for one to two session timeouts) and at the next in
-# line; a checker then looks for two sections that believed they held at
-# once, losses told too late, tokens going back, stale writes accepted,
-# orphan nodes and leaked goroutines. The report says what each kind of
-# fault hit: a holder, a waiter or an idle session. Then 2000 waiters
-# queue over 50 sessions and the leader is killed. Partitions need root
-# (network namespaces).
+# Semaphore of a 3-node ensemble, four of them on an Election instead of
+# the Mutex, while servers are killed and partitioned and sessions paused
+# and cut, at random and aimed at current holders and leaders (some of
+# which hold for one to two session timeouts) and at the next in the
+# Mutex's or the Election's line; a checker then looks for two sections
+# that believed they held (or led) at once, losses told too late, tokens
+# going back, stale writes accepted, orphan nodes and leaked goroutines.
+# The report says what each kind of fault hit: a holder, a waiter or an
+# idle session, and how often faults struck each kind of holder, leaders
+# included. Then 2000 waiters queue over 50 sessions and the leader is
+# killed. Partitions need root (network namespaces).
 #   make chaos                        ten minutes, a seed from the clock
 #   make chaos SEED=42 DURATION=30m   replays a schedule
 SEED     ?= 0

@@ -36,9 +36,10 @@ func TestChaosShort(t *testing.T) {
 	if rep.noPartitions == "" {
 		assert.Empty(t, rep.missingFaults(), "every kind of fault was injected")
 	}
-	for k := kindMutex; k <= kindLease; k++ {
+	for k := kind(0); k < numKinds; k++ {
 		assert.Positive(t, rep.acquired[k], "%s sections", k)
 	}
+	assert.Positive(t, rep.byKind[kindLeader][struckHolder], "faults struck a leader's session")
 	assert.Positive(t, rep.staleBlocked, "stale guarded writes were refused")
 }
 
@@ -182,4 +183,68 @@ func TestCheckerLongSectionBelief(t *testing.T) {
 	v := j.check(1)
 	assert.Empty(t, v.violations)
 	assert.Len(t, v.lostBeforeOverlap, 1)
+}
+
+func TestCheckerLeaders(t *testing.T) {
+	var j journal
+	j.add(sec(kindLeader, "a", 1, 0, 10))
+	j.add(sec(kindLeader, "b", 2, 10, 20)) // the next leader, after a resigned
+	j.add(sec(kindLeader, "c", 3, 15, 30)) // two leaders
+	v := j.check(1)
+	require.Len(t, v.violations, 1)
+	assert.Contains(t, v.violations[0], "two holders: leader b")
+
+	var lost journal
+	a := sec(kindLeader, "a", 1, 0, 50)
+	a.lost = at(20) // told at 20
+	lost.add(a)
+	lost.add(sec(kindLeader, "b", 2, 30, 40))
+	v = lost.check(1)
+	assert.Empty(t, v.violations)
+	assert.Len(t, v.lostBeforeOverlap, 1)
+	a.lost = at(35) // told only after b led
+	late := journal{}
+	late.add(a)
+	late.add(sec(kindLeader, "b", 2, 30, 40))
+	v = late.check(1)
+	require.Len(t, v.violations, 1)
+	assert.Contains(t, v.violations[0], "unsignalled loss: two holders: leader a")
+}
+
+func TestCheckerLeaderAndMutexDoNotExclude(t *testing.T) {
+	var j journal
+	j.add(sec(kindLeader, "l", 9, 0, 30))
+	j.add(sec(kindMutex, "m", 2, 5, 25)) // another lock: its tokens are its own
+	j.add(sec(kindLease, "s", 1, 5, 25))
+	j.wrote(fencedWrite{kind: kindLeader, zxid: 1, token: 9, who: "l"})
+	j.wrote(fencedWrite{kind: kindMutex, zxid: 2, token: 2, who: "m"})
+	assert.Empty(t, j.check(1).violations)
+}
+
+func TestCheckerLeaderTokensAndWrites(t *testing.T) {
+	var j journal
+	j.add(sec(kindLeader, "a", 5, 0, 10))
+	j.add(sec(kindLeader, "b", 4, 10, 20)) // went back
+	v := j.check(1)
+	require.Len(t, v.violations, 1)
+	assert.Contains(t, v.violations[0], "token went back: leader b got 4")
+
+	var w journal
+	w.wrote(fencedWrite{kind: kindLeader, zxid: 10, token: 3, who: "a"})
+	w.wrote(fencedWrite{kind: kindLeader, zxid: 11, token: 5, who: "b"})
+	w.wrote(fencedWrite{kind: kindLeader, zxid: 12, token: 3, who: "a (after Release)"})
+	v = w.check(1)
+	require.Len(t, v.violations, 1)
+	assert.Contains(t, v.violations[0], "stale write accepted on election: leader a (after Release) with token 3 after leader b with token 5")
+}
+
+func TestReportShowsLeaders(t *testing.T) {
+	rep := &report{cfg: config{seed: 1, sessions: 16}}
+	rep.acquired[kindLeader] = 7
+	rep.byKind[kindLeader] = [numKindHits]int64{struckHolder: 3, struckAimed: 2, pausedNext: 1}
+	var out bytes.Buffer
+	rep.print(&out)
+	assert.Regexp(t, `(?m)^leader +7 +0 +0 +0$`, out.String())
+	assert.Regexp(t, `(?m)^leader +3 +2 +1$`, out.String())
+	assert.Regexp(t, `(?m)^read +0 +0 +-$`, out.String())
 }

@@ -13,26 +13,34 @@ import (
 type kind int
 
 const (
-	kindMutex kind = iota // the Mutex
-	kindRead              // the ReadWriteLock's read side
-	kindWrite             // the ReadWriteLock's write side
-	kindLease             // a Semaphore lease
+	kindMutex  kind = iota // the Mutex
+	kindRead               // the ReadWriteLock's read side
+	kindWrite              // the ReadWriteLock's write side
+	kindLease              // a Semaphore lease
+	kindLeader             // leadership of the Election
+	numKinds
 )
 
 func (k kind) String() string {
-	return [...]string{"mutex", "read", "write", "lease"}[k]
+	return [...]string{"mutex", "read", "write", "lease", "leader"}[k]
 }
 
-// lockOf names the lock a kind of section belongs to.
+// lock names the lock a kind of section belongs to.
 func (k kind) lock() string {
 	switch k {
 	case kindRead, kindWrite:
 		return "rwlock"
 	case kindLease:
 		return "semaphore"
+	case kindLeader:
+		return "election"
 	}
 	return "mutex"
 }
+
+// exclusiveLocks are the locks whose sections the checker orders by
+// exclusion and tokens; the semaphore is checked by counting leases.
+var exclusiveLocks = []string{"mutex", "rwlock", "election"}
 
 // section is one critical section, as its worker believed it: from the
 // grant (start, read after Acquire returned) until the worker chose to
@@ -143,7 +151,7 @@ func (j *journal) check(maxLeases int) verdict {
 	for _, s := range j.sections {
 		byLock[s.kind.lock()] = append(byLock[s.kind.lock()], s)
 	}
-	for _, lock := range []string{"mutex", "rwlock"} {
+	for _, lock := range exclusiveLocks {
 		secs := byLock[lock]
 		slices.SortFunc(secs, func(a, b section) int { return a.start.Compare(b.start) })
 		checkExclusion(secs, &v)
@@ -154,9 +162,10 @@ func (j *journal) check(maxLeases int) verdict {
 	return v
 }
 
-// excludes reports whether two sections of the same lock may not overlap.
+// excludes reports whether two sections of the same lock may not overlap:
+// two holds of the Mutex, two leaderships, a writer with anyone.
 func excludes(a, b section) bool {
-	return a.kind == kindMutex || a.kind == kindWrite || b.kind == kindWrite
+	return a.kind == kindMutex || a.kind == kindLeader || a.kind == kindWrite || b.kind == kindWrite
 }
 
 // checkExclusion finds exclusive sections that overlap; secs is sorted by

@@ -44,7 +44,7 @@ func (k faultKind) String() string {
 		"pause a holder's session, longer than its timeout",
 		"cut a holder's session",
 		"partition the server a holder's session is on",
-		"pause the next in the mutex's queue, either side of its timeout",
+		"pause the next in the mutex's or election's queue, either side of its timeout",
 	}[k]
 }
 
@@ -60,8 +60,10 @@ type monkey struct {
 	timeout  time.Duration // the sessions' timeout
 	calm     time.Duration // quiet time between faults
 	injected [numFaults]atomic.Int64
-	hits     [numFaults][numHits]atomic.Int64 // what each injected fault struck
-	turns    [numFaults]int                   // faults of each kind aimed so far; the monkey's own
+	hits     [numFaults][numHits]atomic.Int64    // what each injected fault struck
+	byKind   [numKinds][numKindHits]atomic.Int64 // what faults did to each kind of section
+	turns    [numFaults]int                      // faults of each kind aimed so far; the monkey's own
+	kindTurn int                                 // holders aimed at so far, for holder's turn of kinds
 	logf     func(format string, args ...any)
 }
 
@@ -268,16 +270,19 @@ func (m *monkey) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(m.rnd.Int64N(int64(hi-lo)))
 }
 
-// counts returns how many faults of each kind were injected, and what
-// they hit.
-func (m *monkey) counts() ([numFaults]int64, [numFaults][numHits]int64) {
-	var c [numFaults]int64
-	var h [numFaults][numHits]int64
+// counts returns how many faults of each kind were injected, what they
+// hit, and what they did to each kind of section.
+func (m *monkey) counts() (c [numFaults]int64, h [numFaults][numHits]int64, byKind [numKinds][numKindHits]int64) {
 	for i := range c {
 		c[i] = m.injected[i].Load()
 		for j := range h[i] {
 			h[i][j] = m.hits[i][j].Load()
 		}
 	}
-	return c, h
+	for k := range byKind {
+		for j := range byKind[k] {
+			byKind[k][j] = m.byKind[k][j].Load()
+		}
+	}
+	return c, h, byKind
 }

@@ -1,18 +1,22 @@
 // Command chaos runs zklock's chaos suite: client sessions, each behind its
 // own fault proxy, contend on a Mutex, a ReadWriteLock and a Semaphore on a
-// real 3-node ZooKeeper ensemble, while servers are killed and partitioned
-// and sessions are paused and cut on a seeded random schedule, some faults
-// aimed at the session of a current holder (some holders keep their hold
-// for one to two session timeouts) or of the next in line. A checker then
-// asserts from the recorded critical sections, each lasting as long as
-// its worker believed it held the lock (until it released or its hold's
-// context ended), that no two holders overlapped (unless the earlier one
-// had been told its hold was lost), that fencing tokens grow and stale
+// real 3-node ZooKeeper ensemble, and a quarter of them campaign in an
+// Election instead of taking the Mutex, while servers are killed and
+// partitioned and sessions are paused and cut on a seeded random schedule,
+// some faults aimed at the session of a current holder or leader (some
+// keep their hold for one to two session timeouts) or of the next in the
+// Mutex's or the Election's queue. A checker then asserts from the
+// recorded critical sections, each lasting as long as its worker believed
+// it held the lock or led (until it released or its hold's context ended),
+// that no two holders overlapped and no two leaders (unless the earlier
+// one had been told its hold was lost), that fencing tokens grow and stale
 // guarded writes are refused, that the semaphore never had more than its
-// leases out, that no reader held with a writer, and that nothing was
-// left behind: no orphan node, no goroutine. A load phase then queues
-// thousands of waiters and kills the leader. The report says, per kind
-// of fault, how many hit a holder, a waiter or an idle session.
+// leases out, that no reader held with a writer, and that nothing was left
+// behind: no orphan node (lock, lease or latch), no goroutine. A load
+// phase then queues thousands of waiters and kills the leader. The report
+// says, per kind of fault, how many hit a holder, a waiter or an idle
+// session, and per kind of section (leader included), how often faults
+// struck its holders and paused the next in its queue.
 //
 // TestChaosTeeth runs it, built with -tags zklock_mutant, against broken
 // variants of the library (ZKLOCK_MUTANT) and requires each to be caught.

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,11 +16,12 @@ type report struct {
 	elapsed      time.Duration
 	noPartitions string // why servers could not be partitioned, if so
 	faults       [numFaults]int64
-	hits         [numFaults][numHits]int64 // what each fault struck
-	long         [4]int64
-	acquired     [4]int64
-	lost         [4]int64
-	acquireErrs  [4]int64
+	hits         [numFaults][numHits]int64    // what each fault struck
+	byKind       [numKinds][numKindHits]int64 // what faults did to each kind of section
+	long         [numKinds]int64
+	acquired     [numKinds]int64
+	lost         [numKinds]int64
+	acquireErrs  [numKinds]int64
 	staleBlocked int64
 	writeErrs    int64
 	lateWrites   int64
@@ -64,8 +67,17 @@ func (r *report) print(w io.Writer) {
 		r.cfg.seed, r.cfg.duration, r.elapsed.Round(time.Second), r.cfg.sessions, r.cfg.timeout)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nsections\tacquired\tlong\tlost (all signalled)\tacquires failed or timed out")
-	for k := kindMutex; k <= kindLease; k++ {
+	for k := kind(0); k < numKinds; k++ {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", k, r.acquired[k], r.long[k], r.lost[k], r.acquireErrs[k])
+	}
+	fmt.Fprintln(tw, "\nhits per kind\tholder's session hit\tby a fault aimed at holders\tnext in line paused")
+	for k := kind(0); k < numKinds; k++ {
+		h := r.byKind[k]
+		next := "-" // no fault aims at this kind's queue
+		if slices.Contains(queues, k) {
+			next = strconv.FormatInt(h[pausedNext], 10)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", k, h[struckHolder], h[struckAimed], next)
 	}
 	fmt.Fprintln(tw, "\n#\tfault\tinjected\thit a holder\ta waiter\tidle")
 	for k := faultKind(0); k < numFaults; k++ {

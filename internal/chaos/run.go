@@ -77,13 +77,14 @@ func (c *contention) openSessions() error {
 	return nil
 }
 
-// workers builds each session's workers: one on the Mutex, one on the
-// ReadWriteLock (a writer in every fourth session, else a reader), one on
-// the Semaphore.
+// workers builds each session's workers: one on the Mutex, or in a
+// quarter of the sessions (two in every eight: one with long sections,
+// one without) on the Election instead; one on the ReadWriteLock (a
+// writer in every fourth session, else a reader); one on the Semaphore.
 func (c *contention) workers() ([]*worker, error) {
 	var ws []*worker
 	for _, s := range c.sessions {
-		m, err := zklock.NewMutex(s.client, root+"/mutex")
+		first, err := c.exclusive(s)
 		if err != nil {
 			return nil, err
 		}
@@ -100,14 +101,31 @@ func (c *contention) workers() ([]*worker, error) {
 			side, k = rw.WriteLock(), kindWrite
 		}
 		for _, r := range []recipe{
-			mutexRecipe(kindMutex, m, resource("mutex")),
-			mutexRecipe(k, side, resource("rwlock")),
+			first,
+			holdRecipe(k, side.Lock, resource("rwlock")),
 			leaseRecipe(sem, resource("semaphore")),
 		} {
 			ws = append(ws, c.worker(s, r))
 		}
 	}
 	return ws, nil
+}
+
+// exclusive returns session s's recipe on the Mutex, or, for sessions 2
+// and 3 of every eight, on the Election.
+func (c *contention) exclusive(s *session) (recipe, error) {
+	if s.idx%8 == 2 || s.idx%8 == 3 {
+		e, err := zklock.NewElection(s.client, root+"/election", fmt.Sprintf("s%02d", s.idx))
+		if err != nil {
+			return recipe{}, err
+		}
+		return holdRecipe(kindLeader, e.Campaign, resource("election")), nil
+	}
+	m, err := zklock.NewMutex(s.client, root+"/mutex")
+	if err != nil {
+		return recipe{}, err
+	}
+	return holdRecipe(kindMutex, m.Lock, resource("mutex")), nil
 }
 
 func (c *contention) worker(s *session, r recipe) *worker {
@@ -134,7 +152,7 @@ func (c *contention) makeResources() error {
 	if err := zktest.DeleteTree(c.admin, root); err != nil {
 		return err
 	}
-	for _, p := range []string{root, resource("mutex"), resource("rwlock"), resource("semaphore")} {
+	for _, p := range []string{root, resource("mutex"), resource("rwlock"), resource("semaphore"), resource("election")} {
 		if _, err := c.admin.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 			return fmt.Errorf("create %s: %w", p, err)
 		}
@@ -191,8 +209,9 @@ func (c *contention) closeSessions() error {
 	return errors.Join(errs...)
 }
 
-// orphans lists the ephemeral nodes left under the chaos root, with the
-// session that owns each.
+// orphans lists the ephemeral nodes left under the chaos root (lock and
+// lease nodes, the election's latch nodes), with the session that owns
+// each.
 func (c *contention) orphans() ([]string, error) {
 	nodes, err := zktest.Ephemerals(c.admin, root)
 	for i, n := range nodes {
@@ -220,24 +239,24 @@ func (c *contention) holders(n string) string {
 	return strings.Join(out, " ")
 }
 
-// trace returns what the owning session's Client logged about node n.
+// trace returns what the owning session's Client logged about node n,
+// found by the uuid of its protected name ("_c_<uuid>-lock-<seq10>",
+// "-__READ__", "-__WRIT__", "-lease-", an election's "-latch-").
 func (c *contention) trace(n string, sid int64) string {
-	name := path.Base(n)
-	id, _, ok := strings.Cut(strings.TrimPrefix(name, "_c_"), "-lock")
-	if !ok {
-		id, _, _ = strings.Cut(strings.TrimPrefix(name, "_c_"), "-lease")
-	}
-	id, _, _ = strings.Cut(id, "-__")
+	id, ok := strings.CutPrefix(path.Base(n), "_c_")
 	s := c.sessionOf(sid)
-	if s == nil {
+	if !ok || len(id) < uuidLen || s == nil {
 		return ""
 	}
-	out := s.log.grep(id)
+	out := s.log.grep(id[:uuidLen])
 	if len(out) == 0 {
 		return ""
 	}
 	return "\n      " + strings.Join(out, "\n      ")
 }
+
+// uuidLen is the length of the uuid in a protected node's name.
+const uuidLen = 36
 
 // whose names the chaos session with id sid, if it is one.
 func (c *contention) whose(sid int64) string {

@@ -87,7 +87,7 @@ func (c *contention) run(ctx context.Context, rep *report) error {
 			calm: c.cfg.calm, rnd: rand.New(rand.NewPCG(c.cfg.seed, 0)), logf: func(f string, a ...any) { logf(c.cfg, f, a...) }}
 		logf(c.cfg, "%d sessions contend for %v (seed %d)", len(c.sessions), c.cfg.duration, c.cfg.seed)
 		err = c.contend(ctx, m)
-		rep.faults, rep.hits = m.counts()
+		rep.faults, rep.hits, rep.byKind = m.counts()
 		rep.orphansOpen, _ = c.settled(3 * c.cfg.timeout)
 	}
 	for _, s := range c.sessions {

@@ -30,27 +30,34 @@ type recipe struct {
 	acquire  func(ctx context.Context) (held, error)
 }
 
-// mutexRecipe takes holds of m (a Mutex, or a side of a ReadWriteLock).
-func mutexRecipe(k kind, m *zklock.Mutex, resource string) recipe {
+// holdRecipe takes holds through lock: Mutex.Lock (also on a side of a
+// ReadWriteLock), or Election.Campaign, whose leadership is a Hold too.
+func holdRecipe(k kind, lock func(context.Context) (*zklock.Hold, error), resource string) recipe {
 	return recipe{kind: k, resource: resource, acquire: func(ctx context.Context) (held, error) {
-		h, err := m.Acquire(ctx)
+		h, err := lock(ctx)
 		if err != nil {
 			return held{}, err
 		}
-		ended := make(chan time.Time, 1)
-		context.AfterFunc(h, func() { ended <- time.Now() })
-		token, err := m.Token(h)
-		if err != nil {
-			return held{}, errors.Join(err, m.Release(h))
-		}
-		op, err := m.CheckOp(h)
-		if err != nil {
-			return held{}, errors.Join(err, m.Release(h))
-		}
-		return held{token: token, check: op, done: h.Done(), ended: ended,
-			release: func() error { return m.Release(h) },
-			cause:   func() error { return context.Cause(h) }}, nil
+		return heldOf(h)
 	}}
+}
+
+// heldOf turns a Hold into a held. If its token or check cannot be read
+// (the hold ended already), it releases it and returns the errors.
+func heldOf(h *zklock.Hold) (held, error) {
+	hctx := h.Context()
+	ended := make(chan time.Time, 1)
+	context.AfterFunc(hctx, func() { ended <- time.Now() })
+	token, err := h.Token()
+	if err != nil {
+		return held{}, errors.Join(err, h.Release())
+	}
+	op, err := h.CheckOp()
+	if err != nil {
+		return held{}, errors.Join(err, h.Release())
+	}
+	return held{token: token, check: op, done: h.Done(), ended: ended, release: h.Release,
+		cause: func() error { return context.Cause(hctx) }}, nil
 }
 
 // leaseRecipe takes leases of s.
@@ -71,13 +78,13 @@ func leaseRecipe(s *zklock.Semaphore, resource string) recipe {
 
 // counters are the run's tallies, per kind of section.
 type counters struct {
-	acquired     [4]atomic.Int64
-	long         [4]atomic.Int64 // long sections: one to two session timeouts
-	lost         [4]atomic.Int64 // holds lost, all of them signalled (else a violation)
-	acquireErrs  [4]atomic.Int64 // acquires that failed or timed out
-	staleBlocked atomic.Int64    // guarded writes with a stale token that ZooKeeper rejected
-	writeErrs    atomic.Int64    // guarded writes that failed on the connection
-	lateWrites   atomic.Int64    // writes after Release accepted before its background delete landed
+	acquired     [numKinds]atomic.Int64
+	long         [numKinds]atomic.Int64 // long sections: one to two session timeouts
+	lost         [numKinds]atomic.Int64 // holds lost, all of them signalled (else a violation)
+	acquireErrs  [numKinds]atomic.Int64 // acquires that failed or timed out
+	staleBlocked atomic.Int64           // guarded writes with a stale token that ZooKeeper rejected
+	writeErrs    atomic.Int64           // guarded writes that failed on the connection
+	lateWrites   atomic.Int64           // writes after Release accepted before its background delete landed
 }
 
 // worker takes one recipe's holds on one session, again and again.
@@ -111,7 +118,7 @@ func (w *worker) once(ctx context.Context) {
 	w.occ.waiting.Add(1)
 	h, err := w.r.acquire(actx)
 	if err == nil {
-		w.occ.holding.Add(1) // before waiting drops: the session never looks idle between
+		w.occ.holding[w.r.kind].Add(1) // before waiting drops: the session never looks idle between
 	}
 	w.occ.waiting.Add(-1)
 	cancel()
@@ -132,7 +139,7 @@ func (w *worker) once(ctx context.Context) {
 	}
 	s.end = time.Now()
 	err = h.release()
-	w.occ.holding.Add(-1)
+	w.occ.holding[w.r.kind].Add(-1)
 	endedAt := <-h.ended
 	w.settle(&s, h, err, endedAt)
 	w.j.add(s)
