@@ -24,6 +24,9 @@ vet:
 
 # Root module: unit tests and integration tests against a real ZooKeeper,
 # with the race detector, goroutine-leak checks and root-package coverage.
+# TestElectionTeeth, among them, rebuilds the root package's tests with
+# -tags zklock_mutant and requires the election fault tests to fail on
+# broken variants of the library (about 30 seconds).
 unit:
 	$(GO) test $(RACE) -count=1 -timeout 15m -skip 'TestChaosShort|TestChaosTeeth' -covermode=atomic -coverpkg=$(PKG) -coverprofile=$(COVER) ./...
 	@$(GO) tool cover -func=$(COVER) | tail -1

@@ -317,12 +317,28 @@ func (e *env) faultClient(opts ...zklock.Option) (*zklock.Client, *faultConn) {
 // lostResponse creates the node for real, then reports a connection loss,
 // once; later creates pass through.
 func lostResponse(f *faultConn, lost error) func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	return createVia(f, nil, lost)
+}
+
+// createVia creates the node through other, another session's connection,
+// as a node of that session (nil: through the Client's own connection),
+// and reports lost instead of the node if lost is not nil. Once a node is
+// created, later creates pass through.
+func createVia(f *faultConn, other *zk.Conn, lost error) func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	return func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
-		f.setCreate(nil)
-		if _, err := real.Create(p, data, flags, acl); err != nil {
+		via := real
+		if other != nil {
+			via = other
+		}
+		created, err := via.Create(p, data, flags, acl)
+		if err != nil {
 			return "", err
 		}
-		return "", lost
+		f.setCreate(nil)
+		if lost != nil {
+			return "", lost
+		}
+		return created, nil
 	}
 }
 

@@ -571,6 +571,9 @@ func (w *waiter) await(ctx context.Context, v verdict, stateCh <-chan struct{}) 
 	}
 	select {
 	case ev := <-v.watch:
+		if mutant("resetstorm") && ev.Type == zk.EventNodeDeleted { // test-only (zklock_mutant): a waiter resets when the node it watches goes: it deletes its node and queues a new one
+			return false, errNodeGone
+		}
 		// A deletion grants if the verdict said so. Anything else (a data
 		// change, a watch shared with another waiter, which sees only the
 		// channel close) means deciding again.

@@ -92,7 +92,7 @@ func (s *Selector) Run(ctx context.Context, fn func(ctx context.Context) error) 
 		hd, err := s.m.Lock(ctx)
 		if err == nil {
 			err = hd.run(ctx, fn)
-			if err == nil || errors.Is(hd.Err(), ErrLockLost) {
+			if err == nil || errors.Is(hd.Err(), ErrLockLost) && !mutant("norequeue") { // test-only (zklock_mutant): a lost term ends Run
 				continue // a term ended: queue again
 			}
 		}

@@ -218,7 +218,7 @@ func (pc *protectedCreate) run(ctx context.Context) (created string, err error) 
 		switch {
 		case err == nil:
 			return created, nil
-		case errors.Is(err, zk.ErrNoNode) && pc.missingParentTries < 3:
+		case errors.Is(err, zk.ErrNoNode) && pc.missingParentTries < 3 && !mutant("norecreate"): // test-only (zklock_mutant): a missing parent (a deleted lock or election path) is never created
 			// A parent is missing, or a container parent was reaped
 			// between mkdirs and the create: make it and try at once.
 			pc.missingParentTries++
@@ -253,7 +253,7 @@ func (pc *protectedCreate) find(ctx context.Context) (string, error) {
 		pc.unknown = err != nil
 		return "", err
 	}
-	if pc.flags&zk.FlagEphemeral == 0 || owner == c.zc.SessionID() {
+	if pc.flags&zk.FlagEphemeral == 0 || owner == c.zc.SessionID() || mutant("dyingnode") { // test-only (zklock_mutant): a node found by the prefix is adopted, whatever session owns it
 		return found, nil
 	}
 	c.deleteNode(found) // an earlier session's node, dying

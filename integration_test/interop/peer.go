@@ -798,11 +798,29 @@ func (p *Peer) Revoke(nodePath string) {
 // IsProtected reports Curator's ProtectedUtils.isProtectedZNode(name).
 func (p *Peer) IsProtected(name string) bool {
 	p.t.Helper()
-	v, err := strconv.ParseBool(p.Do("isprotected", name))
+	return p.doBool("isprotected", name)
+}
+
+// doBool is Do for a command whose result is a boolean.
+func (p *Peer) doBool(words ...string) bool {
+	p.t.Helper()
+	v, err := strconv.ParseBool(p.Do(words...))
 	if err != nil {
-		p.t.Fatalf("interop: isprotected %s: %v", name, err)
+		p.t.Fatalf("interop: %s: %v", strings.Join(words, " "), err)
 	}
 	return v
+}
+
+// Barrier returns once every line the peer wrote before it read the
+// barrier has been read, events included: they are in [Peer.Events]. (It
+// sends "ping", whose reply comes after them on the peer's stdout.) It
+// may be called from any goroutine.
+func (p *Peer) Barrier() error {
+	r, err := p.Send(ReplyTimeout, "ping").Result()
+	if err == nil && r != "pong" {
+		err = fmt.Errorf("peer: ping: reply %q", r)
+	}
+	return err
 }
 
 // Children returns the children of path as the peer's client lists them.
@@ -895,11 +913,7 @@ func (p *Peer) StartLatchAwait(id string, timeout time.Duration) *Pending[bool] 
 // LatchHasLeadership returns latch id's hasLeadership().
 func (p *Peer) LatchHasLeadership(id string) bool {
 	p.t.Helper()
-	v, err := strconv.ParseBool(p.Do("latchhas", id))
-	if err != nil {
-		p.t.Fatalf("interop: latchhas %s: %v", id, err)
-	}
-	return v
+	return p.doBool("latchhas", id)
 }
 
 // LatchLeader returns the id of latch id's getLeader(), "" if none leads.
@@ -919,4 +933,43 @@ func (p *Peer) LatchParticipants(id string) []string {
 func (p *Peer) CloseLatch(id string) {
 	p.t.Helper()
 	p.Do("latchclose", id)
+}
+
+// ---- leader selectors
+
+// NewLeaderSelector creates and starts a Curator LeaderSelector named id on
+// path, with autoRequeue, for the participant participantID (setId: the
+// node's data; a word). Each term sends the event "leading <id>" when it
+// begins and "resigned <id>" when it ends, before Curator releases the
+// lock; a term lasts until [Peer.ResignSelector] or the selector's close.
+func (p *Peer) NewLeaderSelector(id, path, participantID string) {
+	p.t.Helper()
+	p.Do("selector", id, path, participantID)
+}
+
+// ResignSelector ends selector id's current term (it queues again); the
+// peer fails the command if the selector does not lead.
+func (p *Peer) ResignSelector(id string) {
+	p.t.Helper()
+	p.Do("selectorresign", id)
+}
+
+// SelectorHasLeadership returns selector id's hasLeadership().
+func (p *Peer) SelectorHasLeadership(id string) bool {
+	p.t.Helper()
+	return p.doBool("selectorhas", id)
+}
+
+// SelectorParticipants returns selector id's getParticipants() as ids in
+// order, the leader's followed by "*".
+func (p *Peer) SelectorParticipants(id string) []string {
+	p.t.Helper()
+	return words(p.Do("selectorparticipants", id))
+}
+
+// CloseSelector closes selector id: a term in progress is interrupted (and
+// ends with "resigned <id>"), and its node is deleted.
+func (p *Peer) CloseSelector(id string) {
+	p.t.Helper()
+	p.Do("selectorclose", id)
 }

@@ -14,7 +14,10 @@
 // and the unbound commands (participants, revoke, ...) still answer.
 // Asynchronous lines start with "event ": "event ready <versions>" once the
 // client is connected, "event revoked <id>" when a revocation request
-// reaches a lock made revocable with "revocable <id>".
+// reaches a lock made revocable with "revocable <id>", "event leading <id>"
+// and "event resigned <id>" when a LeaderSelector's term begins and ends
+// (the end is written before Curator releases the leadership's lock, so a
+// reply read after a later leader began comes after it).
 //
 // Lock ids: "mutex", "semmutex" and "semaphore" register one id. "rwlock
 // <id>" registers <id>.read and <id>.write, both run on <id>'s thread (a
@@ -48,6 +51,8 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.imps.ProtectedUtils;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
@@ -220,6 +225,41 @@ public final class ZkLockPeer {
         }
     }
 
+    /**
+     * A LeaderSelector (autoRequeue, with its participant id as node data)
+     * whose terms last until "selectorresign": each reports its start and
+     * end as events.
+     */
+    static final class Selector {
+        final LeaderSelector selector;
+        final java.util.concurrent.Semaphore resign = new java.util.concurrent.Semaphore(0);
+
+        Selector(String id, String path, String participantId) {
+            selector = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
+                @Override
+                public void takeLeadership(CuratorFramework c) throws InterruptedException {
+                    emit("event leading " + id);
+                    try {
+                        resign.acquire();
+                    } finally {
+                        // Before Curator releases the lock: nobody else leads yet.
+                        emit("event resigned " + id);
+                    }
+                }
+            });
+            selector.setId(participantId);
+            selector.autoRequeue();
+        }
+
+        /** Ends the current term; it must be one. */
+        void resign() {
+            if (!selector.hasLeadership()) {
+                throw new IllegalStateException("not leading");
+            }
+            resign.release();
+        }
+    }
+
     // ---- commands ------------------------------------------------------
 
     interface Handler {
@@ -269,6 +309,15 @@ public final class ZkLockPeer {
 
     static String join(Collection<String> items) {
         return String.join(" ", items);
+    }
+
+    /** An election's participants as ids in order, the leader's followed by "*". */
+    static String participantIds(Collection<Participant> ps) {
+        List<String> out = new ArrayList<>();
+        for (Participant p : ps) {
+            out.add(p.getId() + (p.isLeader() ? "*" : ""));
+        }
+        return join(out);
     }
 
     static void defineCommands() {
@@ -358,15 +407,28 @@ public final class ZkLockPeer {
             Participant p = entry(a[0], LeaderLatch.class).getLeader();
             return p.isLeader() ? p.getId() : "";
         });
-        command("latchparticipants", 1, false, a -> {
-            List<String> out = new ArrayList<>();
-            for (Participant p : entry(a[0], LeaderLatch.class).getParticipants()) {
-                out.add(p.getId() + (p.isLeader() ? "*" : ""));
-            }
-            return join(out);
-        });
+        command("latchparticipants", 1, false, a -> participantIds(entry(a[0], LeaderLatch.class).getParticipants()));
         command("latchclose", 1, true, a -> {
             entry(a[0], LeaderLatch.class).close();
+            entries.remove(a[0]);
+            return "";
+        });
+
+        // Leader selectors: "selector <id> <path> <participantId>" starts one.
+        command("selector", 3, false, a -> {
+            Selector s = new Selector(a[0], a[1], a[2]);
+            define(a[0], s);
+            s.selector.start();
+            return "";
+        });
+        command("selectorresign", 1, false, a -> {
+            entry(a[0], Selector.class).resign();
+            return "";
+        });
+        command("selectorhas", 1, false, a -> Boolean.toString(entry(a[0], Selector.class).selector.hasLeadership()));
+        command("selectorparticipants", 1, false, a -> participantIds(entry(a[0], Selector.class).selector.getParticipants()));
+        command("selectorclose", 1, false, a -> {
+            entry(a[0], Selector.class).selector.close();
             entries.remove(a[0]);
             return "";
         });

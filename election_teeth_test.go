@@ -1,0 +1,108 @@
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/zklock/zklock/internal/zktest"
+)
+
+// electionTeeth pairs each election fault test with the deliberately
+// broken variants of the library (mutant.go) that it must catch: each is a
+// naive handling of the Curator bug the test is named after.
+var electionTeeth = []struct {
+	test    string
+	mutants []teethMutant
+}{
+	// CURATOR-696: Campaign grants a node of another session.
+	{"TestIntegration_ElectionOtherSessionNodeNotGranted", []teethMutant{
+		{"oldsession", "the leader's node belongs to the current session"}}},
+	// CURATOR-620/653: one that is second in line leads too; CURATOR-644/645:
+	// a waiter queues again whenever the node before it goes.
+	{"TestIntegration_ElectionReconnectStorm", []teethMutant{
+		{"twoholders", "two leaders at once"},
+		{"resetstorm", "no reset storm"}}},
+	// CURATOR-724: a deleted election path is not created again.
+	{"TestIntegration_ElectionPathWiped", []teethMutant{
+		{"norecreate", "node does not exist"}}},
+	// CURATOR-498: a closing session's node, found by the protection
+	// prefix after a lost reply, is adopted.
+	{"TestIntegration_ProtectedCreateFindsOtherSessionsNode", []teethMutant{
+		{"dyingnode", "the other session's node was deleted"}}},
+	// CURATOR-518/671: Selector.Run stops after a lost term.
+	{"TestIntegration_SelectorRequeues", []teethMutant{
+		{"norequeue", `only "b" within`}}},
+}
+
+// teethMutant is a broken variant (its ZKLOCK_MUTANT name) and a text that
+// the failure it causes must show, so that it fails for the right reason.
+type teethMutant struct {
+	name, want string
+}
+
+// TestElectionTeeth proves that the election fault tests fail on a naive
+// implementation. It builds this package's tests with the zklock_mutant
+// tag, runs them once without a mutant (they must pass, so that a failure
+// below is the mutant's doing), and then runs each test with each of its
+// mutants: the test must fail, with the expected message. The runs use this
+// binary's shared ZooKeeper; each test runs in one process at a time, since
+// its znodes are named after it.
+func TestElectionTeeth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the election fault tests again, against broken variants")
+	}
+	bin := filepath.Join(t.TempDir(), "zklock-mutant.test")
+	build, err := exec.Command("go", "test", "-c", "-tags", "zklock_mutant", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go test -c -tags zklock_mutant: %s", build)
+	servers := strings.Join(zktest.Shared(t).Servers(), ",")
+
+	var all []string
+	for _, tc := range electionTeeth {
+		all = append(all, tc.test)
+	}
+	out, err := runMutantTests(bin, servers, "", all...)
+	require.NoError(t, err, "without a mutant, the tests must pass:\n%s", out)
+
+	for _, tc := range electionTeeth {
+		t.Run(tc.test, func(t *testing.T) {
+			t.Parallel()
+			for _, m := range tc.mutants {
+				out, err := runMutantTests(bin, servers, m.name, tc.test)
+				var exit *exec.ExitError
+				require.True(t, errors.As(err, &exit), "ZKLOCK_MUTANT=%s: %s must fail, got %v:\n%s", m.name, tc.test, err, out)
+				require.Contains(t, out, "--- FAIL: "+tc.test, "ZKLOCK_MUTANT=%s: the test itself must fail:\n%s", m.name, out)
+				require.Contains(t, out, m.want, "ZKLOCK_MUTANT=%s: %s failed for another reason:\n%s", m.name, tc.test, out)
+				t.Logf("ZKLOCK_MUTANT=%s: caught: %s", m.name, lineWith(out, m.want))
+			}
+		})
+	}
+}
+
+// runMutantTests runs the named tests of the test binary bin, against the
+// ZooKeeper servers, with ZKLOCK_MUTANT=mutant ("": none), and returns
+// their output.
+func runMutantTests(bin, servers, mutant string, tests ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-test.run", "^("+strings.Join(tests, "|")+")$", "-test.timeout", "2m")
+	cmd.Env = append(os.Environ(), "ZKLOCK_MUTANT="+mutant, "ZK_SERVERS="+servers)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// lineWith returns the first line of out that contains s, trimmed.
+func lineWith(out, s string) string {
+	for line := range strings.Lines(out) {
+		if strings.Contains(line, s) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}
