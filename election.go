@@ -93,13 +93,16 @@ func electionEngine(c *Client, what, p, id, lockName string, opts []LockOption) 
 // keeps ctx's values but not its deadline or cancellation.
 //
 // Campaign grants leadership only to a node of the Client's current
-// session, seen first in a listing taken after the last change of the
-// connection's state, and read again before Campaign returns: it exists,
-// and its ephemeral owner is the current session (Curator 5.7's check,
-// CURATOR-696); this costs one round trip per grant. A node that vanishes
-// while Campaign waits (its
-// session expired, someone deleted it, the path was deleted and reaped) is
-// created again, under the Client's retry policy, parents too.
+// session that is first in line: seen first in a listing taken after the
+// last change of the connection's state, or left first by its only
+// predecessor's deletion while its own watch shows it standing. Its
+// ephemeral owner, as ZooKeeper reports it, must be the current session
+// (Curator 5.7's check, CURATOR-696): a participant that waited read it
+// with its node's watch, so a handoff costs no round trip for the check;
+// one granted at once reads it, and that the node exists (one round
+// trip). A node that vanishes while Campaign waits (its session expired,
+// someone deleted it, the path was deleted and reaped) is created again,
+// under the Client's retry policy, parents too.
 //
 // On failure Campaign returns an error naming the path and wrapping
 // ctx.Err() (and its cause), ErrClosed, or the ZooKeeper error, and leaves
@@ -148,14 +151,14 @@ func acquireOwned(ctx context.Context, c *Client, li *lockInternals, id string) 
 		if err != nil {
 			return nil, snapshot{}, err
 		}
-		st, err := c.stat(ctx, node.path)
+		owner, err := ownerOf(ctx, c, node)
 		switch {
 		case err != nil:
 			c.deleteNode(node.path)
 			return nil, snapshot{}, err
 		case mutant("oldsession"): // test-only (zklock_mutant): the listed node is granted unchecked, whatever session owns it
 			return node, snap, nil
-		case st != nil && st.EphemeralOwner == node.session && node.session == c.zc.SessionID():
+		case owner == node.session && node.session == c.zc.SessionID():
 			return node, snap, nil
 		}
 		c.deleteNode(node.path)
@@ -163,6 +166,22 @@ func acquireOwned(ctx context.Context, c *Client, li *lockInternals, id string) 
 			return nil, snapshot{}, err
 		}
 	}
+}
+
+// ownerOf returns the session that owns the granted node n, or 0 if n is
+// gone. A node that waited has it already: its own watch read it, and
+// still stands, since the engine confirms every grant on that watch (an
+// owner never changes), so a handoff costs no round trip for the check.
+// A node granted at once is read.
+func ownerOf(ctx context.Context, c *Client, n *lockNode) (int64, error) {
+	if n.isKnown() {
+		return n.owner, nil
+	}
+	st, err := c.stat(ctx, n.path)
+	if err != nil || st == nil {
+		return 0, err
+	}
+	return st.EphemeralOwner, nil
 }
 
 // Leader returns the id of the current leader: the data of the first node

@@ -174,19 +174,37 @@ func TestIntegration_ElectionOldSessionNodeListedFirst(t *testing.T) {
 // in another session (another connection's), so that the engine's own
 // bookkeeping of its session's changes cannot tell: only that check can.
 // Campaign must not grant the node: it deletes it, queues again, and leads
-// on a node of its current session.
+// on a node of its current session. Both ways to the head of the line:
+// granted at once (the owner is read), and after waiting behind a leader
+// that resigns (the owner was read by the node's watch).
 func TestIntegration_ElectionOtherSessionNodeNotGranted(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
-	p := e.root + "/other-session"
-	other := zktest.ConnectT(t, e.servers)
-	ca, f := e.faultClient()
-	f.setCreate(createVia(f, other, nil))
-	hd, err := e.election(ca, "/other-session", "a").Campaign(context.Background())
-	require.NoError(t, err)
-	requireOwned(t, e, ca, hd)
-	require.NoError(t, hd.Release())
-	assert.Empty(t, e.children(p), "the other session's node was deleted")
+	for _, behind := range []bool{false, true} {
+		t.Run(map[bool]string{false: "at-once", true: "after-waiting"}[behind], func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			p := e.root + "/other-session"
+			var leader *zklock.Hold
+			if behind {
+				var err error
+				leader, err = e.election(e.client(), "/other-session", "leader").Campaign(context.Background())
+				require.NoError(t, err)
+			}
+			other := zktest.ConnectT(t, e.servers)
+			ca, f := e.faultClient()
+			f.setCreate(createVia(f, other, nil))
+			a := campaignAsync(context.Background(), e.election(ca, "/other-session", "a"))
+			if behind {
+				waitChildren(t, e, p, 2)
+				require.NoError(t, leader.Release())
+			}
+			got := await(t, a, 10*time.Second)
+			require.NoError(t, got.err)
+			requireOwned(t, e, ca, got.hd)
+			require.NoError(t, got.hd.Release())
+			assert.Empty(t, e.children(p), "the other session's node was deleted")
+		})
+	}
 }
 
 // CURATOR-498: a participant's create succeeds but its reply is lost, so

@@ -62,8 +62,9 @@ type lockNode struct {
 	// Set by the first watchOwn, which then closes known: before a wait,
 	// or for a node granted at once, by its hold's monitor.
 	czxid int64           // fencing token
+	owner int64           // the node's ephemeral owner, as ZooKeeper reported it
 	own   <-chan zk.Event // data watch on the node itself
-	known chan struct{}   // closed once czxid and own are set
+	known chan struct{}   // closed once czxid, owner and own are set
 }
 
 func newLockNode(p string, session int64) *lockNode {
@@ -394,7 +395,7 @@ func watchOwnAlongside(ctx context.Context, c *Client, n *lockNode, onRevoke fun
 }
 
 // watchOwn sets a data watch on n and returns it. The first time, it also
-// learns n's fencing token, and closes n.known. (n's session is the one
+// learns n's fencing token and ephemeral owner, and closes n.known. (n's session is the one
 // that created it, known from the create.) It reports a
 // pending revocation request.
 func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func(string)) (<-chan zk.Event, error) {
@@ -420,7 +421,7 @@ func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func(string)
 			return nil, errNodeGone
 		}
 	} else {
-		n.czxid = g.stat.Czxid
+		n.czxid, n.owner = g.stat.Czxid, g.stat.EphemeralOwner
 		close(n.known)
 	}
 	if onRevoke != nil && bytes.Equal(g.data, revokeMessage) {
