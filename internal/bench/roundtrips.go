@@ -63,7 +63,8 @@ func newRTRow(lib, what string, divisor int, counts opCounts) rtRow {
 	return row
 }
 
-// rtPlan lists the counting runs: a pair of each kind, and handoffs.
+// rtPlan lists the counting runs: a pair of each kind, handoffs and
+// failovers.
 func rtPlan(cfg config) []spec {
 	s := cfg.Sizes
 	out := []spec{
@@ -72,6 +73,11 @@ func rtPlan(cfg config) []spec {
 	}
 	for _, w := range s.RTHandoff {
 		out = append(out, spec{Workload: wHandoff, N: w, Warmup: rtWarmup})
+	}
+	for _, p := range s.RTFailover {
+		for _, m := range stepModes() {
+			out = append(out, spec{Workload: wFailover, N: p, Mode: m, Warmup: rtWarmup, WarmReps: 1, Reps: s.RTFailovers})
+		}
 	}
 	return out
 }
@@ -136,34 +142,65 @@ func countThrough(ctx context.Context, e *env, lib library, sp spec, delay, limi
 
 // rtWhat names a counting run.
 func rtWhat(sp spec) string {
-	if sp.Workload == wHandoff {
+	switch sp.Workload {
+	case wHandoff:
 		return fmt.Sprintf("handoff W=%d", sp.N)
+	case wFailover:
+		return fmt.Sprintf("failover P=%d %s", sp.N, sp.Mode)
 	}
 	return sp.Workload + " pair"
 }
 
 // rtUnit is what a counting run's first row counts per.
 func rtUnit(sp spec) string {
-	if sp.Workload == wHandoff {
-		return "handoff"
+	if stretched(sp.Workload) {
+		return sp.Workload
 	}
 	return "pair"
 }
 
-// rtRows turns a counting run's snapshots into rows: per pair; or, for a
-// handoff, per handoff (every session), per woken waiter (the waiters'
-// sessions only), the gate's release, and the queueing per waiter.
+// rtRows turns a counting run's snapshots into rows: per pair, or those
+// of handoffRows or failoverRows.
 func rtRows(lib string, sp spec, rec *recorder) []rtRow {
-	sum := func(s snapshot) opCounts { return s.Counts[0].plus(s.Counts[1]) }
+	switch sp.Workload {
+	case wHandoff:
+		return handoffRows(lib, sp, rec)
+	case wFailover:
+		return failoverRows(lib, sp, rec)
+	}
+	return []rtRow{newRTRow(lib, rtWhat(sp), sp.N, sum(rec.snaps[phaseMeasured]).minus(sum(rec.snaps[phaseReady])))}
+}
+
+// handoffRows are a counting handoff run's rows: per handoff (every
+// session), per woken waiter (the waiters' sessions only), the gate's
+// release, and the queueing per waiter.
+func handoffRows(lib string, sp spec, rec *recorder) []rtRow {
 	ready, queued, measured := rec.snaps[phaseReady], rec.snaps[phaseQueued], rec.snaps[phaseMeasured]
 	what := rtWhat(sp)
-	if sp.Workload != wHandoff {
-		return []rtRow{newRTRow(lib, what, sp.N, sum(measured).minus(sum(ready)))}
-	}
 	return []rtRow{
 		newRTRow(lib, what+": per handoff", sp.N, sum(measured).minus(sum(queued))),
 		newRTRow(lib, what+": per woken waiter", sp.N, measured.Counts[0].minus(queued.Counts[0])),
 		newRTRow(lib, what+": gate release", 1, measured.Counts[1].minus(queued.Counts[1])),
 		newRTRow(lib, what+": queueing, per waiter", sp.N, sum(queued).minus(sum(ready))),
+	}
+}
+
+// sum adds the counts of a snapshot's proxies.
+func sum(s snapshot) opCounts { return s.Counts[0].plus(s.Counts[1]) }
+
+// failoverRows are a counting failover run's rows, per failover: the
+// timed stretches (the step-down and the next leader's taking over, every
+// session), and the old leader's rejoining between them (with its new
+// session's requests after a close, the connect request left out).
+func failoverRows(lib string, sp spec, rec *recorder) []rtRow {
+	var stretches opCounts
+	for _, iv := range rec.intervals(sp.Workload) {
+		stretches = stretches.plus(sum(iv[1]).minus(sum(iv[0])))
+	}
+	all := sum(rec.snaps[phaseMeasured]).minus(sum(rec.snaps[phaseReady]))
+	what := rtWhat(sp)
+	return []rtRow{
+		newRTRow(lib, what+": per failover", sp.reps(), stretches),
+		newRTRow(lib, what+": rejoin", sp.reps(), all.minus(stretches)),
 	}
 }
