@@ -67,7 +67,7 @@ type sizes struct {
 	Failover     []int         // failover: participants P (loopback)
 	LatFailover  []int         // failover: P (latency)
 	Failovers    int           // failover: timed failovers per run
-	WarmFailover int           // failover: unmeasured failovers (resigning) before the timed ones
+	WarmFailover int           // failover: unmeasured failovers before the timed ones
 	RTPairs      int           // round trips: uncontended pairs counted
 	RTHandoff    []int         // round trips: handoff W counted
 	RTFailover   []int         // round trips: failover P counted

@@ -32,8 +32,7 @@ type electorate struct {
 // resigns, or its Client closes) until the next leader's Campaign
 // returns. The old leader then rejoins at the tail: a new campaign on its
 // own session (resign) or on a new session (close), so that P stay
-// queued. WarmReps unmeasured failovers, each leader resigning, come
-// first.
+// queued. WarmReps unmeasured failovers of the same kind come first.
 func (g *goLib) failover(ctx context.Context, sp spec, ep endpoints, ph phaser, set *sessionSet) (raw, error) {
 	ss, err := connectN(ctx, g.open, ep.Servers, sp.N, g.sessionTimeout, set)
 	if err != nil {
@@ -56,7 +55,7 @@ func (g *goLib) failover(ctx context.Context, sp spec, ep endpoints, ph phaser, 
 	}
 	leader := first.i
 	for range sp.WarmReps {
-		if leader, _, err = el.turn(ctx, leader, stepResign, nil); err != nil {
+		if leader, _, err = el.turn(ctx, leader, sp.Mode, nil); err != nil {
 			return raw{}, fmt.Errorf("warm-up: %w", err)
 		}
 	}

@@ -43,7 +43,7 @@ type spec struct {
 	Dur      time.Duration // contended, semaphore, rwread: S
 	Warmup   int           // unmeasured acquire+release pairs first
 	Reps     int           // handoff: repetitions on the same sessions (0 means 1); failover: timed failovers
-	WarmReps int           // failover: unmeasured failovers first, each leader resigning
+	WarmReps int           // failover: unmeasured failovers first, of the same kind
 	Mode     string        // failover: how the leader steps down, stepResign or stepClose
 	Path     string        // the lock's path, fresh for this run
 	WarmPath string        // where warm-up pairs run, except for floor and uncontended (Path)

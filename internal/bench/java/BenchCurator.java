@@ -15,7 +15,7 @@
 //   handoff     <w> <warmup> [<reps>]     w sessions queue behind a gate session, reps times
 //   failover    <p> <resign|close> <warmup> <warmReps> <reps>
 //                                         p sessions' LeaderLatches; the leader steps down
-//                                         reps times (after warmReps unmeasured resignations)
+//                                         reps times, after warmReps unmeasured times
 //
 // The gate session (handoff) connects to <gateConnect>, every other session
 // to <connect>: the Go side may count their requests apart. Warm-up pairs
@@ -613,7 +613,7 @@ public final class BenchCurator {
 
     /**
      * p sessions' LeaderLatches on one path; the leader steps down reps
-     * times, timed, after warmReps unmeasured resignations.
+     * times, timed, after warmReps unmeasured times, the way mode says.
      */
     static Result failover(String connect, String path, String warmPath, int p, String mode, int warmup,
             int warmReps, int reps) throws Exception {
@@ -624,14 +624,15 @@ public final class BenchCurator {
             el.enlist(i);
         }
         int leader = (int) el.next()[0];
+        boolean close = mode.equals("close");
         for (int i = 0; i < warmReps; i++) {
-            leader = (int) el.turn(leader, false, false)[0];
+            leader = (int) el.turn(leader, close, false)[0];
         }
         phase("ready");
         Result r = new Result();
         r.latUs = new long[reps];
         for (int i = 0; i < reps; i++) {
-            long[] t = el.turn(leader, mode.equals("close"), true);
+            long[] t = el.turn(leader, close, true);
             leader = (int) t[0];
             r.latUs[i] = t[1] / 1000;
             r.seconds += t[1] / 1e9;
