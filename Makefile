@@ -62,6 +62,7 @@ demo: deps
 #   make bench DELAY=2ms        the latency regime's delay each way (1ms)
 #   make bench ROUNDS=5         rounds (3; QUICK: 2)
 #   make bench BENCHFLAGS='-workloads handoff -libs zklock,curator -server-jvm test'
+#   make bench BENCHFLAGS='-workloads failover'   leader failover only: Election against LeaderLatch
 REGIME ?= both
 ROUNDS ?=
 DELAY  ?= 1ms

@@ -26,14 +26,24 @@ const (
 	wHandoff     = "handoff"
 	wSemaphore   = "semaphore"
 	wRWRead      = "rwread"
+	wFailover    = "failover"
 	wRoundTrips  = "roundtrips"
 	wMemory      = "memory"
 )
 
 // allWorkloads lists every workload name, in the order they run.
 func allWorkloads() []string {
-	return []string{wFloor, wUncontended, wContended, wHandoff, wSemaphore, wRWRead, wRoundTrips, wMemory}
+	return []string{wFloor, wUncontended, wContended, wHandoff, wSemaphore, wRWRead, wFailover, wRoundTrips, wMemory}
 }
+
+// How a failover's leader steps down (spec.Mode).
+const (
+	stepResign = "resign" // it resigns: Hold.Release, LeaderLatch.close()
+	stepClose  = "close"  // its client closes, ending its session
+)
+
+// stepModes lists the ways to step down, in the order they run.
+func stepModes() []string { return []string{stepResign, stepClose} }
 
 // allLibs lists every library name, in column order.
 func allLibs() []string { return []string{libZklock, libCurator, libZK} }
@@ -54,9 +64,15 @@ type sizes struct {
 	Handoff      []int         // handoff: W (loopback)
 	HandoffMin   int           // handoff: at least this many handoffs per run (repetitions of a small W)
 	LatHandoff   []int         // handoff: W (latency)
+	Failover     []int         // failover: participants P (loopback)
+	LatFailover  []int         // failover: P (latency)
+	Failovers    int           // failover: timed failovers per run
+	WarmFailover int           // failover: unmeasured failovers before the timed ones
 	RTPairs      int           // round trips: uncontended pairs counted
 	RTHandoff    []int         // round trips: handoff W counted
 	RTLoop       time.Duration // round trips: how long contended, semaphore and rwread are counted
+	RTFailover   []int         // round trips: failover P counted
+	RTFailovers  int           // round trips: failovers counted per run
 	MemWaiters   int           // memory: W
 	MemSessions  int           // memory: sessions sharing the W waiters
 	SessionLimit time.Duration // session timeout of every session
@@ -69,7 +85,8 @@ func referenceSizes() sizes {
 		ServerWarm: 3000, ServerWarmS: 3 * time.Second,
 		Contended: []int{4, 16}, Sessions: 16, Leases: 4, Duration: 10 * time.Second,
 		Handoff: []int{1, 2, 10, 1000, 2000}, LatHandoff: []int{1, 2, 10}, HandoffMin: 20,
-		RTPairs: 200, RTHandoff: []int{1, 10, 100, 2000}, RTLoop: 2 * time.Second,
+		Failover: []int{3, 100}, LatFailover: []int{3, 100}, Failovers: 20, WarmFailover: 20,
+		RTPairs: 200, RTHandoff: []int{1, 10, 100, 2000}, RTLoop: 2 * time.Second, RTFailover: []int{3}, RTFailovers: 5,
 		MemWaiters: 2000, MemSessions: 50,
 		SessionLimit: 30 * time.Second,
 	}
@@ -82,7 +99,8 @@ func quickSizes() sizes {
 	s.ServerWarm, s.ServerWarmS = 300, 500*time.Millisecond
 	s.Contended, s.Duration = []int{16}, time.Second
 	s.Handoff, s.LatHandoff, s.HandoffMin = []int{1, 10}, []int{1}, 5
-	s.RTPairs, s.RTHandoff, s.RTLoop = 50, []int{1}, 300*time.Millisecond
+	s.Failover, s.LatFailover, s.Failovers, s.WarmFailover = []int{3}, []int{3}, 5, 5
+	s.RTPairs, s.RTHandoff, s.RTLoop, s.RTFailovers = 50, []int{1}, 300*time.Millisecond, 2
 	s.MemWaiters, s.MemSessions = 400, 20
 	return s
 }
@@ -90,7 +108,7 @@ func quickSizes() sizes {
 // forRegime returns the sizes that apply in regime rg.
 func (s sizes) forRegime(rg regime) sizes {
 	if rg.Delay > 0 {
-		s.Floor, s.Uncontended, s.Handoff = s.LatPairs, s.LatPairs, s.LatHandoff
+		s.Floor, s.Uncontended, s.Handoff, s.Failover = s.LatPairs, s.LatPairs, s.LatHandoff, s.LatFailover
 	}
 	return s
 }
@@ -151,7 +169,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	var workloads, libs, handoff, regimes string
+	var workloads, libs, handoff, failover, regimes string
 	var dur, delay time.Duration
 	fs.BoolVar(&c.Quick, "quick", false, "shrink every workload so the whole run takes a minute or two")
 	fs.BoolVar(&c.Tmpfs, "tmpfs", false, "keep ZooKeeper's dataDir on tmpfs (/dev/shm) instead of disk")
@@ -166,6 +184,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.Rounds, "rounds", 0, "rounds of every timed workload, the libraries' order rotated each round (0: 3, or 2 with -quick)")
 	fs.StringVar(&c.ServerJVM, "server-jvm", jvmDefault, "the server's JVM: default (Java's defaults, "+userServerJVM+" as zkServer.sh) or test (zktest's: -Xmx256m, serial GC, C1 only)")
 	fs.StringVar(&handoff, "handoff", "", "comma-separated handoff sizes W, both regimes (default: by mode and regime)")
+	fs.StringVar(&failover, "failover", "", "comma-separated failover sizes P (participants), both regimes (default: by mode)")
 	fs.DurationVar(&dur, "duration", 0, "duration S of the timed workloads (default: by mode)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./internal/bench [flags]\n\nRuns BENCHMARKS.md's workloads for zklock, Curator and zk.Lock.\n\n")
@@ -180,7 +199,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := c.setRegimes(regimes, delay); err != nil {
 		return config{}, err
 	}
-	return c.finish(workloads, libs, handoff, dur)
+	return c.finish(workloads, libs, handoff, failover, dur)
 }
 
 // setRegimes validates -regime, -delay, -rounds and -server-jvm.
@@ -214,7 +233,7 @@ func (c *config) setRegimes(regimes string, delay time.Duration) error {
 }
 
 // finish validates and applies the list-valued flags.
-func (c config) finish(workloads, libs, handoff string, dur time.Duration) (config, error) {
+func (c config) finish(workloads, libs, handoff, failover string, dur time.Duration) (config, error) {
 	var err error
 	if c.Workloads, err = pickList("workload", workloads, allWorkloads(), nil); err != nil {
 		return c, err
@@ -243,6 +262,15 @@ func (c config) finish(workloads, libs, handoff string, dur time.Duration) (conf
 			return c, fmt.Errorf("-handoff: %w", err)
 		}
 		c.Sizes.LatHandoff = c.Sizes.Handoff
+	}
+	if failover != "" {
+		if c.Sizes.Failover, err = parseInts(failover); err != nil {
+			return c, fmt.Errorf("-failover: %w", err)
+		}
+		if slices.Min(c.Sizes.Failover) < 2 {
+			return c, errors.New("-failover: a failover needs at least 2 participants")
+		}
+		c.Sizes.LatFailover = c.Sizes.Failover
 	}
 	return c, nil
 }

@@ -80,6 +80,8 @@ func (c *curatorLib) args(sp spec, ep endpoints, limit time.Duration) []string {
 		return append(args, itoa(sp.N), itoa(sp.Warmup))
 	case wHandoff:
 		return append(args, itoa(sp.N), itoa(sp.Warmup), itoa(sp.reps()))
+	case wFailover:
+		return append(args, itoa(sp.N), sp.Mode, itoa(sp.Warmup), itoa(sp.WarmReps), itoa(sp.reps()))
 	case wSemaphore:
 		return append(args, itoa(sp.C), itoa(sp.Leases), ms, itoa(sp.Warmup))
 	}

@@ -21,10 +21,11 @@ type goLib struct {
 	sessionTimeout time.Duration
 }
 
-// newZklockLib returns zklock: Mutex, Semaphore, ReadWriteLock's read side.
+// newZklockLib returns zklock: Mutex, Semaphore, ReadWriteLock's read side,
+// Election.
 func newZklockLib(sessionTimeout time.Duration) *goLib {
 	return &goLib{lib: libZklock, open: openZklock, sessionTimeout: sessionTimeout,
-		workloads: []string{wUncontended, wContended, wHandoff, wSemaphore, wRWRead}}
+		workloads: []string{wUncontended, wContended, wHandoff, wSemaphore, wRWRead, wFailover}}
 }
 
 // newZKLib returns go-zookeeper: zk.Lock for the mutex workloads, raw
@@ -53,6 +54,8 @@ func (g *goLib) run(ctx context.Context, sp spec, ep endpoints, ph phaser) (r ra
 		r, err = g.pairs(ctx, sp, ep, ph, set)
 	case wHandoff:
 		r, err = g.handoff(ctx, sp, ep, ph, set)
+	case wFailover:
+		r, err = g.failover(ctx, sp, ep, ph, set)
 	default:
 		r, err = g.loop(ctx, sp, ep, ph, set)
 	}
@@ -79,6 +82,8 @@ func (g *goLib) recipe(s goSession, sp spec, p string) (locker, error) {
 		return s.semaphore(p, sp.Leases)
 	case wRWRead:
 		return s.readLock(p)
+	case wFailover:
+		return s.leader(p)
 	}
 	return s.mutex(p)
 }

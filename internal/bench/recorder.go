@@ -28,25 +28,28 @@ type snapshot struct {
 }
 
 // recorder answers one run's phases: at phaseQueued it waits until the
-// lock path lists the gate's node and every waiter's; at every phase it
-// takes the snapshots it was asked for.
+// lock path lists the gate's node and every waiter's (failover: every
+// participant's); at every phase it takes the snapshots it was asked for.
 type recorder struct {
 	env     *env
 	path    string // the lock path
-	want    int    // handoff: nodes to wait for at phaseQueued
+	want    int    // handoff, failover: nodes to wait for at phaseQueued
 	srvr    bool   // read the server's counters
 	proxies []*countingProxy
 	quiet   time.Duration // with proxies: how long no request must pass before a snapshot
 	snaps   map[string]snapshot
-	starts  []snapshot // handoff: at each phaseQueued
-	ends    []snapshot // handoff: at each phaseDrained
+	starts  []snapshot // handoff, failover: at each phaseQueued
+	ends    []snapshot // handoff, failover: at each phaseDrained
 }
 
 // newRecorder returns a recorder for sp.
 func newRecorder(e *env, sp spec) *recorder {
 	rec := &recorder{env: e, path: sp.Path, quiet: quietPeriod, snaps: make(map[string]snapshot)}
-	if sp.Workload == wHandoff {
+	switch sp.Workload {
+	case wHandoff:
 		rec.want = sp.N + 1
+	case wFailover:
+		rec.want = sp.N
 	}
 	return rec
 }
@@ -110,10 +113,10 @@ func waitQuiet(ctx context.Context, proxies []*countingProxy, quiet time.Duratio
 }
 
 // intervals returns the snapshots at the start and end of each measured
-// stretch: one from phaseReady to phaseMeasured, or for a handoff one
-// per repetition, from phaseQueued to phaseDrained.
+// stretch: one from phaseReady to phaseMeasured, or for a handoff or a
+// failover one per repetition, from phaseQueued to phaseDrained.
 func (r *recorder) intervals(workload string) [][2]snapshot {
-	if workload == wHandoff {
+	if stretched(workload) {
 		var out [][2]snapshot
 		for i := range min(len(r.starts), len(r.ends)) {
 			out = append(out, [2]snapshot{r.starts[i], r.ends[i]})

@@ -42,7 +42,9 @@ func metrics(w string) []metric {
 		r.floor = true
 		return []metric{r, p50, p99}
 	case wHandoff:
-		return []metric{{name: "ms/handoff", value: func(f *figures) *float64 { return f.MsPerHandoff }}}
+		return []metric{{name: "ms/handoff", value: handoffOf}}
+	case wFailover:
+		return []metric{{name: "p50 ms/failover", value: p50Of}, {name: "p99 ms/failover", value: func(f *figures) *float64 { return f.P99Ms }}}
 	case wRWRead:
 		return []metric{rate("acq/s"), spread}
 	}

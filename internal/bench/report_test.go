@@ -20,12 +20,13 @@ func TestParseFlags(t *testing.T) {
 	}
 	if !slices.Equal(c.Workloads, allWorkloads()) || !slices.Equal(c.Libs, allLibs()) ||
 		c.Limit != 180*time.Second || c.Sizes.Floor != 2000 || !slices.Equal(c.Sizes.Handoff, []int{1, 2, 10, 1000, 2000}) ||
-		c.Rounds != 3 || c.ServerJVM != jvmDefault || len(c.Regimes) != 2 || c.Regimes[1].Delay != time.Millisecond {
+		c.Rounds != 3 || c.ServerJVM != jvmDefault || len(c.Regimes) != 2 || c.Regimes[1].Delay != time.Millisecond ||
+		!slices.Equal(c.Sizes.Failover, []int{3, 100}) || c.Sizes.Failovers != 20 {
 		t.Errorf("defaults: %+v", c)
 	}
 	c, err = parseFlags([]string{"-quick", "-libs", "zk.Lock, zklock", "-workloads", "handoff,floor",
 		"-handoff", "5,7", "-duration", "1s", "-limit", "9s", "-regime", "latency", "-delay", "2ms",
-		"-rounds", "5", "-server-jvm", "test"}, io.Discard)
+		"-rounds", "5", "-server-jvm", "test", "-failover", "2,4"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,11 +34,12 @@ func TestParseFlags(t *testing.T) {
 		!slices.Equal(c.Sizes.Handoff, []int{5, 7}) || c.Sizes.Duration != time.Second || c.Limit != 9*time.Second ||
 		c.Sizes.Floor != 200 || c.Rounds != 5 || c.ServerJVM != jvmTest ||
 		!slices.Equal(c.Regimes, []regime{{Name: regLatency, Delay: 2 * time.Millisecond}}) ||
-		!slices.Equal(c.Sizes.forRegime(c.Regimes[0]).Handoff, []int{5, 7}) {
+		!slices.Equal(c.Sizes.forRegime(c.Regimes[0]).Handoff, []int{5, 7}) ||
+		!slices.Equal(c.Sizes.forRegime(c.Regimes[0]).Failover, []int{2, 4}) {
 		t.Errorf("flags: %+v", c)
 	}
 	for _, bad := range [][]string{{"-workloads", "nope"}, {"-libs", ""}, {"-handoff", "0"}, {"-limit", "0s"}, {"extra"},
-		{"-rounds", "-1"}, {"-regime", "lan"}, {"-delay", "0s"}, {"-server-jvm", "big"}} {
+		{"-rounds", "-1"}, {"-regime", "lan"}, {"-delay", "0s"}, {"-server-jvm", "big"}, {"-failover", "1"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
@@ -145,5 +147,39 @@ func TestStatAndRotate(t *testing.T) {
 	}
 	if got := ratios(map[int]float64{0: 2, 1: 4, 2: 9}, map[int]float64{0: 1, 1: 2}); !slices.Equal(got, []float64{2, 2}) {
 		t.Errorf("ratios = %v", got)
+	}
+}
+
+// TestFailoverTargets checks that a failover's rows and target compare
+// the p50s of the same P and way of stepping down, round by round.
+func TestFailoverTargets(t *testing.T) {
+	var rs []result
+	for round, zk := range []int64{1000, 3000, 2000} { // zklock's p50 1, 3, 2 ms; Curator's 4 ms
+		for lib, us := range map[string]int64{libZklock: zk, libCurator: 4000} {
+			sp := spec{Workload: wFailover, N: 3, Mode: stepResign, Reps: 3}
+			r := newResult(sp, lib, raw{Ops: 3, Seconds: 0.01, LatUS: []int64{us, us, 2 * us}}, nil, nil, time.Second)
+			r.Regime, r.Round = regLoopback, round
+			rs = append(rs, r)
+		}
+	}
+	rep := &report{Mode: "quick", Storage: "tmpfs (/dev/shm)", Rounds: 3, Results: rs}
+	rep.Targets = rep.evalTargets()
+	var out bytes.Buffer
+	rep.print(&out)
+	for _, want := range []string{"failover 3 resign", "p50 ms/failover", "p99 ms/failover", "2.00 [1.00..3.00]",
+		"4.00", "8.00", "0.50x [0.25..0.75]", "failover 3 close time <= 0.5 x LeaderLatch's"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, row := range rep.Targets {
+		switch {
+		case row.Target == "failover 3 resign time <= 0.5 x LeaderLatch's":
+			if row.Median == nil || *row.Median != 0.5 || !*row.Met {
+				t.Errorf("%s: %+v", row.Target, row)
+			}
+		case strings.HasPrefix(row.Target, "failover") && row.Median != nil:
+			t.Errorf("%s measured from other runs: %v", row.Target, *row.Median)
+		}
 	}
 }

@@ -15,6 +15,7 @@ type result struct {
 	Regime    string     `json:"regime"`
 	Round     int        `json:"round"` // 0-based; -1: the server's warm-up
 	N         int        `json:"n,omitempty"`
+	Mode      string     `json:"mode,omitempty"` // failover: how the leader stepped down
 	Sessions  int        `json:"sessions,omitempty"`
 	Leases    int        `json:"leases,omitempty"`
 	DurationS float64    `json:"duration_s,omitempty"`
@@ -34,7 +35,7 @@ type figures struct {
 	Ops           int64    `json:"ops"`
 	Seconds       float64  `json:"seconds"`
 	PerSecond     float64  `json:"per_second"`
-	P50Ms         *float64 `json:"p50_ms"`
+	P50Ms         *float64 `json:"p50_ms"` // floor, uncontended: per pair; failover: per failover
 	P99Ms         *float64 `json:"p99_ms"`
 	MinPerSession *int64   `json:"min_per_session"`
 	MaxPerSession *int64   `json:"max_per_session"`
@@ -60,7 +61,7 @@ type srvrDelta struct {
 func newResult(sp spec, lib string, r raw, err error, rec *recorder, wall time.Duration) result {
 	res := result{
 		Workload: sp.Workload, Label: sp.label(), Library: lib,
-		N: sp.N, Sessions: sp.C, Leases: sp.Leases, DurationS: sp.Dur.Seconds(),
+		N: sp.N, Mode: sp.Mode, Sessions: sp.C, Leases: sp.Leases, DurationS: sp.Dur.Seconds(),
 		WallS: wall.Seconds(),
 	}
 	switch {
@@ -83,7 +84,7 @@ func makeFigures(sp spec, r raw) *figures {
 		f.PerSecond = float64(r.Ops) / r.Seconds
 	}
 	switch sp.Workload {
-	case wFloor, wUncontended:
+	case wFloor, wUncontended, wFailover:
 		f.P50Ms, f.P99Ms = percentileMs(r.LatUS, 0.50), percentileMs(r.LatUS, 0.99)
 	case wHandoff:
 		if r.Ops > 0 {

@@ -76,6 +76,19 @@ func between(a, b snapshot, idx ...int) rtDelta {
 	return d
 }
 
+// plus returns d + o.
+func (d rtDelta) plus(o rtDelta) rtDelta {
+	if d.counts == nil {
+		d.counts = make(opCounts)
+	}
+	return rtDelta{counts: d.counts.plus(o.counts), down: d.down + o.down}
+}
+
+// minus returns d - o.
+func (d rtDelta) minus(o rtDelta) rtDelta {
+	return rtDelta{counts: d.counts.minus(o.counts), down: d.down - o.down}
+}
+
 // newRTRow divides what delta counted by divisor.
 func newRTRow(lib, what string, divisor int, delta rtDelta) rtRow {
 	row := rtRow{Library: lib, What: what, Divisor: divisor,
@@ -90,8 +103,9 @@ func newRTRow(lib, what string, divisor int, delta rtDelta) rtRow {
 	return row
 }
 
-// rtPlan lists the counting runs: a pair of each kind, handoffs, and a
-// short run of each loop workload (counted per acquisition).
+// rtPlan lists the counting runs: a pair of each kind, handoffs,
+// failovers, and a short run of each loop workload (counted per
+// acquisition).
 func rtPlan(cfg config) []spec {
 	s := cfg.Sizes
 	out := []spec{
@@ -100,6 +114,11 @@ func rtPlan(cfg config) []spec {
 	}
 	for _, w := range s.RTHandoff {
 		out = append(out, spec{Workload: wHandoff, N: w, Warmup: rtWarmup})
+	}
+	for _, p := range s.RTFailover {
+		for _, m := range stepModes() {
+			out = append(out, spec{Workload: wFailover, N: p, Mode: m, Warmup: rtWarmup, WarmReps: 1, Reps: s.RTFailovers})
+		}
 	}
 	if s.RTLoop > 0 {
 		for _, w := range []string{wContended, wSemaphore, wRWRead} {
@@ -111,7 +130,7 @@ func rtPlan(cfg config) []spec {
 
 // rtLoop reports whether sp is a loop workload, counted per acquisition.
 func rtLoop(sp spec) bool {
-	return sp.Workload != wFloor && sp.Workload != wUncontended && sp.Workload != wHandoff
+	return sp.Workload == wContended || sp.Workload == wSemaphore || sp.Workload == wRWRead
 }
 
 // roundTrips runs the counting pass of regime rg: every library's runs go
@@ -183,6 +202,8 @@ func rtWhat(sp spec) string {
 	switch {
 	case sp.Workload == wHandoff:
 		return fmt.Sprintf("handoff W=%d", sp.N)
+	case sp.Workload == wFailover:
+		return fmt.Sprintf("failover P=%d %s", sp.N, sp.Mode)
 	case rtLoop(sp):
 		return fmt.Sprintf("%s %d, per acquisition", sp.Workload, sp.C)
 	}
@@ -192,27 +213,53 @@ func rtWhat(sp spec) string {
 // rtUnit is what a counting run's first row counts per.
 func rtUnit(sp spec) string {
 	switch {
-	case sp.Workload == wHandoff:
-		return "handoff"
+	case stretched(sp.Workload):
+		return sp.Workload
 	case rtLoop(sp):
 		return "acquisition"
 	}
 	return "pair"
 }
 
-// rtRows turns a counting run's snapshots into rows: per pair; or, for a
-// handoff, per handoff (every session), per woken waiter (the waiters'
-// sessions only), the gate's release, and the queueing per waiter.
+// rtRows turns a counting run's snapshots into rows: per pair or per
+// acquisition, or those of handoffRows or failoverRows.
 func rtRows(lib string, sp spec, rec *recorder) []rtRow {
+	switch sp.Workload {
+	case wHandoff:
+		return handoffRows(lib, sp, rec)
+	case wFailover:
+		return failoverRows(lib, sp, rec)
+	}
+	return []rtRow{newRTRow(lib, rtWhat(sp), sp.N, between(rec.snaps[phaseReady], rec.snaps[phaseMeasured]))}
+}
+
+// handoffRows are a counting handoff run's rows: per handoff (every
+// session), per woken waiter (the waiters' sessions only), the gate's
+// release, and the queueing per waiter.
+func handoffRows(lib string, sp spec, rec *recorder) []rtRow {
 	ready, queued, measured := rec.snaps[phaseReady], rec.snaps[phaseQueued], rec.snaps[phaseMeasured]
 	what := rtWhat(sp)
-	if sp.Workload != wHandoff {
-		return []rtRow{newRTRow(lib, what, sp.N, between(ready, measured))}
-	}
 	return []rtRow{
 		newRTRow(lib, what+": per handoff", sp.N, between(queued, measured)),
 		newRTRow(lib, what+": per woken waiter", sp.N, between(queued, measured, 0)),
 		newRTRow(lib, what+": gate release", 1, between(queued, measured, 1)),
 		newRTRow(lib, what+": queueing, per waiter", sp.N, between(ready, queued)),
+	}
+}
+
+// failoverRows are a counting failover run's rows, per failover: the
+// timed stretches (the step-down and the next leader's taking over, every
+// session), and the old leader's rejoining between them (with its new
+// session's requests after a close, the connect request left out).
+func failoverRows(lib string, sp spec, rec *recorder) []rtRow {
+	var stretches rtDelta
+	for _, iv := range rec.intervals(sp.Workload) {
+		stretches = stretches.plus(between(iv[0], iv[1]))
+	}
+	all := between(rec.snaps[phaseReady], rec.snaps[phaseMeasured])
+	what := rtWhat(sp)
+	return []rtRow{
+		newRTRow(lib, what+": per failover", sp.reps(), stretches),
+		newRTRow(lib, what+": rejoin", sp.reps(), all.minus(stretches)),
 	}
 }

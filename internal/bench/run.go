@@ -224,6 +224,11 @@ func plan(cfg config, rg regime) []spec {
 	for _, w := range s.Handoff {
 		add(spec{Workload: wHandoff, N: w, Warmup: s.PreWarm, Reps: (s.HandoffMin + w - 1) / w})
 	}
+	for _, p := range s.Failover {
+		for _, m := range stepModes() {
+			add(spec{Workload: wFailover, N: p, Mode: m, Warmup: s.PreWarm, WarmReps: s.WarmFailover, Reps: s.Failovers})
+		}
+	}
 	return out
 }
 
@@ -265,8 +270,11 @@ func summary(res result) string {
 		return "failed: " + firstLine(res.Error)
 	}
 	out := fmt.Sprintf("%.0f/s", res.Figures.PerSecond)
-	if res.Figures.MsPerHandoff != nil {
-		out = fmt.Sprintf("%.2f ms/handoff", *res.Figures.MsPerHandoff)
+	switch f := res.Figures; {
+	case f.MsPerHandoff != nil:
+		out = fmt.Sprintf("%.2f ms/handoff", *f.MsPerHandoff)
+	case res.Workload == wFailover && f.P50Ms != nil:
+		out = fmt.Sprintf("%.2f ms/failover (p50)", *f.P50Ms)
 	}
 	if res.Requests != nil {
 		out += fmt.Sprintf(", %.2f requests/op", *res.Requests)

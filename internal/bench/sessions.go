@@ -45,6 +45,9 @@ type goSession interface {
 	// readLock returns a new participant of the read side of the
 	// read/write lock at path.
 	readLock(path string) (locker, error)
+	// leader returns a new participant of the election at path: acquire
+	// campaigns until it leads, release resigns.
+	leader(path string) (locker, error)
 	// conn is the session's go-zookeeper connection.
 	conn() *zk.Conn
 	// close ends the session and waits (bounded) for its goroutines.
@@ -98,6 +101,16 @@ func (s zklockSession) readLock(path string) (locker, error) {
 	return &zklockHolder{m: rw.ReadLock()}, nil
 }
 
+// leader implements goSession with a zklock.Election, of participant id
+// "" (LeaderLatch's default).
+func (s zklockSession) leader(path string) (locker, error) {
+	e, err := zklock.NewElection(s.c, path, "")
+	if err != nil {
+		return nil, fmt.Errorf("zklock election: %w", err)
+	}
+	return &zklockCandidate{e: e}, nil
+}
+
 // conn implements goSession.
 func (s zklockSession) conn() *zk.Conn { return s.c.Conn() }
 
@@ -142,6 +155,25 @@ func (l *zklockLeaser) acquire(ctx context.Context) error {
 
 // release implements locker: the lease goes back.
 func (l *zklockLeaser) release() error { return l.lease.Release() }
+
+// zklockCandidate campaigns in a zklock.Election, one Campaign at a time.
+type zklockCandidate struct {
+	e    *zklock.Election
+	hold *zklock.Hold
+}
+
+// acquire implements locker: it campaigns until it leads.
+func (c *zklockCandidate) acquire(ctx context.Context) error {
+	h, err := c.e.Campaign(ctx)
+	if err != nil {
+		return err
+	}
+	c.hold = h
+	return nil
+}
+
+// release implements locker: it resigns.
+func (c *zklockCandidate) release() error { return c.hold.Release() }
 
 // ---- go-zookeeper ------------------------------------------------------------
 
@@ -195,6 +227,11 @@ func (s *zkSession) semaphore(string, int) (locker, error) {
 // readLock implements goSession: go-zookeeper has none.
 func (s *zkSession) readLock(string) (locker, error) {
 	return nil, fmt.Errorf("zk read lock: %w", errUnsupported)
+}
+
+// leader implements goSession: go-zookeeper has no election.
+func (s *zkSession) leader(string) (locker, error) {
+	return nil, fmt.Errorf("zk election: %w", errUnsupported)
 }
 
 // conn implements goSession.

@@ -56,6 +56,8 @@ func tinySpecs() []spec {
 		{Workload: wSemaphore, C: 3, Leases: 2, Dur: d, Warmup: 2},
 		{Workload: wRWRead, C: 2, Dur: d, Warmup: 2},
 		{Workload: wHandoff, N: 3, Warmup: 2, Reps: 2},
+		{Workload: wFailover, N: 3, Mode: stepResign, Warmup: 2, WarmReps: 1, Reps: 3},
+		{Workload: wFailover, N: 3, Mode: stepClose, Warmup: 2, WarmReps: 1, Reps: 3},
 	}
 }
 
@@ -81,6 +83,9 @@ func checkResult(t *testing.T, res result) {
 	if res.Workload == wHandoff && (f.MsPerHandoff == nil || *f.MsPerHandoff <= 0) {
 		t.Errorf("%s: ms per handoff %v", name, f.MsPerHandoff)
 	}
+	if res.Workload == wFailover && (f.P50Ms == nil || *f.P50Ms <= 0 || *f.P99Ms < *f.P50Ms) {
+		t.Errorf("%s: ms per failover p50 %v, p99 %v", name, f.P50Ms, f.P99Ms)
+	}
 	if res.Srvr == nil || res.Srvr.Received <= 0 {
 		t.Errorf("%s: srvr deltas %+v", name, res.Srvr)
 	}
@@ -102,6 +107,9 @@ func runAll(t *testing.T, e *env, lib library, rg regime) {
 			checkResult(t, res)
 			if f := res.Figures; sp.Workload == wHandoff && f != nil && f.Ops != int64(sp.N*sp.reps()) {
 				t.Errorf("%s %s: %d handoffs, want %d x %d", res.Label, res.Library, f.Ops, sp.N, sp.reps())
+			}
+			if f := res.Figures; sp.Workload == wFailover && f != nil && f.Ops != int64(sp.reps()) {
+				t.Errorf("%s %s: %d failovers, want %d", res.Label, res.Library, f.Ops, sp.reps())
 			}
 			if rg.Delay > 0 && (res.Requests == nil || *res.Requests <= 0) {
 				t.Errorf("%s %s, latency: requests per op %v", res.Label, res.Library, res.Requests)
@@ -216,7 +224,7 @@ func testDNF(t *testing.T, e *env, lib library, limit time.Duration) {
 func TestSmokeRoundTrips(t *testing.T) {
 	t.Parallel()
 	e := smokeEnv(t)
-	cfg := config{Limit: smokeLimit, Sizes: sizes{RTPairs: 5, RTHandoff: []int{3}}}
+	cfg := config{Limit: smokeLimit, Sizes: sizes{RTPairs: 5, RTHandoff: []int{3}, RTFailover: []int{3}, RTFailovers: 2}}
 	for _, rg := range []regime{loopback, latency} {
 		rows := roundTrips(context.Background(), e, cfg, rg, []library{newZKLib(smokeSession), newZklockLib(smokeSession)}, quiet())
 		checkRoundTrips(t, rg, rows)
@@ -244,15 +252,19 @@ func checkRoundTrips(t *testing.T, rg regime, rows []rtRow) {
 		"zk handoff W=3: per woken waiter":         2, // getChildren, delete
 		"zk handoff W=3: queueing, per waiter":     3, // create, getChildren, getData
 		"zklock handoff W=3: gate release":         1,
-		"zklock uncontended pair":                  -1, // any
+		"zklock uncontended pair":                  -1, // any, but some
 		"zklock handoff W=3: queueing, per waiter": -1,
+		"zklock failover P=3 resign: per failover": -1,
+		"zklock failover P=3 resign: rejoin":       -1,
+		"zklock failover P=3 close: per failover":  -1,
+		"zklock failover P=3 close: rejoin":        -1,
 	} {
 		r, ok := byWhat[what]
 		if !ok {
 			t.Errorf("%s: no row %q", rg.Name, what)
 			continue
 		}
-		if want >= 0 && r.Total != want {
+		if (want >= 0 && r.Total != want) || (want < 0 && r.Total <= 0) {
 			t.Errorf("%s: %s: %v requests (%v), want %v", rg.Name, what, r.Total, r.ByOp, want)
 		}
 	}

@@ -79,22 +79,24 @@ func ratioCell(a, b map[int]float64) string {
 }
 
 // pick selects the results of one workload of one library: size is the
-// handoff's W or the sessions C of a loop workload, 0 for any.
+// handoff's W, the failover's P or the sessions C of a loop workload, 0
+// for any; mode is the failover's way of stepping down.
 type pick struct {
 	workload string
 	size     int
 	lib      string
+	mode     string
 }
 
 // matches reports whether r is one of p's results.
 func (p pick) matches(r *result) bool {
-	if r.Workload != p.workload || r.Library != p.lib {
+	if r.Workload != p.workload || r.Library != p.lib || r.Mode != p.mode {
 		return false
 	}
 	switch {
 	case p.size == 0:
 		return true
-	case r.Workload == wHandoff:
+	case r.Workload == wHandoff || r.Workload == wFailover:
 		return r.N == p.size
 	}
 	return r.Sessions == p.size
@@ -105,6 +107,20 @@ func rateOf(f *figures) *float64 { return ptr(f.PerSecond) }
 
 // handoffOf is a run's ms per handoff.
 func handoffOf(f *figures) *float64 { return f.MsPerHandoff }
+
+// p50Of is a run's median time per operation (a failover's).
+func p50Of(f *figures) *float64 { return f.P50Ms }
+
+// valueOf is the figure targets compare for workload w.
+func valueOf(w string) func(*figures) *float64 {
+	switch w {
+	case wHandoff:
+		return handoffOf
+	case wFailover:
+		return p50Of
+	}
+	return rateOf
+}
 
 // series returns the value of p's finished runs in regime rg, by round.
 func (rep *report) series(rg string, p pick, value func(*figures) *float64) map[int]float64 {
@@ -133,11 +149,11 @@ type target struct {
 
 // targets are BENCHMARKS.md's targets.
 func targets() []target {
-	z := func(w string, size int) pick { return pick{w, size, libZklock} }
-	g := func(w string, size int) pick { return pick{w, size, libZK} }
-	c := func(w string, size int) pick { return pick{w, size, libCurator} }
+	z := func(w string, size int) pick { return pick{workload: w, size: size, lib: libZklock} }
+	g := func(w string, size int) pick { return pick{workload: w, size: size, lib: libZK} }
+	c := func(w string, size int) pick { return pick{workload: w, size: size, lib: libCurator} }
 	lo, lat := regLoopback, regLatency
-	return []target{
+	return append([]target{
 		{lo, "uncontended >= 0.95 x floor", z(wUncontended, 0), g(wFloor, 0), 0.95, false},
 		{lo, "uncontended >= 1.4 x zk.Lock", z(wUncontended, 0), g(wUncontended, 0), 1.4, false},
 		{lo, "uncontended >= 1.7 x Curator", z(wUncontended, 0), c(wUncontended, 0), 1.7, false},
@@ -153,7 +169,24 @@ func targets() []target {
 		{lat, "contended 16 >= 1.6 x zk.Lock", z(wContended, 16), g(wContended, 16), 1.6, false},
 		{lat, "handoff W=1 time <= 0.6 x zk.Lock's", z(wHandoff, 1), g(wHandoff, 1), 0.6, true},
 		{lat, "semaphore >= 1.5 x Curator", z(wSemaphore, 0), c(wSemaphore, 0), 1.5, false},
+	}, failoverTargets()...)
+}
+
+// failoverTargets: a failover at most half of LeaderLatch's time (p50),
+// for each P, way of stepping down and regime.
+func failoverTargets() []target {
+	var out []target
+	for _, rg := range []string{regLoopback, regLatency} {
+		for _, p := range []int{3, 100} {
+			for _, m := range stepModes() {
+				z := pick{workload: wFailover, size: p, lib: libZklock, mode: m}
+				c := pick{workload: wFailover, size: p, lib: libCurator, mode: m}
+				what := fmt.Sprintf("failover %d %s time <= 0.5 x LeaderLatch's", p, m)
+				out = append(out, target{rg, what, z, c, 0.5, true})
+			}
+		}
 	}
+	return out
 }
 
 // targetRow is a target evaluated on this run: the median and spread of
@@ -178,10 +211,7 @@ func (rep *report) evalTargets() []targetRow {
 		if !slices.Contains(ran, tg.regime) {
 			continue
 		}
-		value := rateOf
-		if tg.num.workload == wHandoff {
-			value = handoffOf
-		}
+		value := valueOf(tg.num.workload)
 		row := targetRow{Regime: tg.regime, Target: tg.what, Bound: tg.bound, AtMost: tg.atMost}
 		if s := statOf(ratios(rep.series(tg.regime, tg.num, value), rep.series(tg.regime, tg.den, value))); s != nil {
 			met := s.Med >= tg.bound

@@ -16,12 +16,15 @@ const (
 	// phaseReady: every session is connected and warmed up; the measured
 	// part comes next.
 	phaseReady = "ready"
-	// phaseQueued (handoff only): every waiter has been started. The phaser
-	// returns once the lock path lists the gate's node and every waiter's.
+	// phaseQueued (handoff, failover): every waiter has been started. The
+	// phaser returns once the lock path lists the gate's node and every
+	// waiter's (failover: every participant's node); the timed stretch
+	// comes next.
 	phaseQueued = "queued"
-	// phaseDrained (handoff only): every waiter of the repetition that
-	// phaseQueued started has acquired and released; the gate takes the
-	// lock again before the next repetition.
+	// phaseDrained (handoff, failover): the timed stretch is over. Handoff:
+	// every waiter of the repetition that phaseQueued started has acquired
+	// and released; the gate takes the lock again before the next
+	// repetition. Failover: the next leader leads; the old one rejoins next.
 	phaseDrained = "drained"
 	// phaseMeasured: the measured part is over; the tear-down comes next.
 	phaseMeasured = "measured"
@@ -34,12 +37,14 @@ type phaser func(ctx context.Context, phase string) error
 // spec is one run of a workload by one library.
 type spec struct {
 	Workload string
-	N        int           // floor, uncontended: pairs; handoff: waiters W
+	N        int           // floor, uncontended: pairs; handoff: waiters W; failover: participants P
 	C        int           // contended, semaphore, rwread: sessions
 	Leases   int           // semaphore: L
 	Dur      time.Duration // contended, semaphore, rwread: S
 	Warmup   int           // unmeasured acquire+release pairs first
-	Reps     int           // handoff: repetitions on the same sessions (0 means 1)
+	Reps     int           // handoff: repetitions on the same sessions (0 means 1); failover: timed failovers
+	WarmReps int           // failover: unmeasured failovers first, of the same kind
+	Mode     string        // failover: how the leader steps down, stepResign or stepClose
 	Path     string        // the lock's path, fresh for this run
 	WarmPath string        // where warm-up pairs run, except for floor and uncontended (Path)
 }
@@ -51,6 +56,8 @@ func (s spec) label() string {
 		return fmt.Sprintf("%s %d", s.Workload, s.N)
 	case wHandoff:
 		return fmt.Sprintf("%s %d", s.Workload, s.N)
+	case wFailover:
+		return fmt.Sprintf("%s %d %s", s.Workload, s.N, s.Mode)
 	case wSemaphore:
 		return fmt.Sprintf("%s %d %d %s", s.Workload, s.C, s.Leases, s.Dur)
 	}
@@ -69,7 +76,8 @@ func (s spec) maxHolders() int {
 }
 
 // endpoints are the server addresses a run's sessions connect to: the
-// handoff's gate session to Gate, every other session to Servers. They
+// handoff's gate session to Gate, every other session (a failover's
+// participants all) to Servers. They
 // differ when a counting pass tells the two apart.
 type endpoints struct {
 	Servers []string
@@ -79,9 +87,9 @@ type endpoints struct {
 // raw is what a run measured, in the same shape for every library (the
 // Java harness prints it as JSON).
 type raw struct {
-	Ops        int64   `json:"ops"`         // measured pairs, acquisitions or handoffs
+	Ops        int64   `json:"ops"`         // measured pairs, acquisitions, handoffs or failovers
 	Seconds    float64 `json:"seconds"`     // measured time
-	LatUS      []int64 `json:"lat_us"`      // floor, uncontended: each pair's time in µs
+	LatUS      []int64 `json:"lat_us"`      // floor, uncontended: each pair's time in µs; failover: each failover's
 	PerSession []int64 `json:"per_session"` // loop workloads: acquisitions per session
 	Violations int64   `json:"violations"`  // loop workloads: times too many held at once
 	DNF        bool    `json:"dnf"`         // the time limit passed
@@ -100,5 +108,10 @@ type library interface {
 	run(ctx context.Context, sp spec, ep endpoints, ph phaser) (raw, error)
 }
 
-// reps is how many times a handoff repeats: Reps, at least 1.
+// reps is how many times a handoff repeats, or how many failovers are
+// timed: Reps, at least 1.
 func (s spec) reps() int { return max(1, s.Reps) }
+
+// stretched reports whether workload w is measured stretch by stretch,
+// from each phaseQueued to the next phaseDrained.
+func stretched(w string) bool { return w == wHandoff || w == wFailover }

@@ -13,6 +13,9 @@
 //   semaphore   <c> <leases> <ms> <warmup> c sessions loop on one InterProcessSemaphoreV2
 //   rwread      <c> <ms> <warmup>         c sessions loop on one read lock
 //   handoff     <w> <warmup> [<reps>]     w sessions queue behind a gate session, reps times
+//   failover    <p> <resign|close> <warmup> <warmReps> <reps>
+//                                         p sessions' LeaderLatches; the leader steps down
+//                                         reps times, after warmReps unmeasured times
 //
 // The gate session (handoff) connects to <gateConnect>, every other session
 // to <connect>: the Go side may count their requests apart. Warm-up pairs
@@ -22,9 +25,10 @@
 //   "versions curator=<v> zookeeper=<v> java=<v>"   first
 //   "phase <name>"   then one line "go" is read from stdin before going on:
 //                    ready (set up, the measured part comes next), queued
-//                    (handoff: every waiter started), drained (handoff:
-//                    every waiter of this repetition done), measured (done;
-//                    the tear-down comes next)
+//                    (handoff: every waiter started; failover: every
+//                    participant started), drained (handoff: every waiter
+//                    of this repetition done; failover: the next leader
+//                    leads), measured (done; the tear-down comes next)
 //   "result <json>"  last: {"ops":..,"seconds":..,"lat_us":[..],
 //                    "per_session":[..],"violations":..,"dnf":..,"error":".."}
 // Every wait is bounded by <limitMs> from the start: past it the result
@@ -46,6 +50,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -53,6 +58,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -121,6 +128,28 @@ public final class BenchCurator {
         public void release() throws Exception {
             semaphore.returnLease(lease);
             lease = null;
+        }
+    }
+
+    /** A new LeaderLatch for each acquire: await leads, close resigns. */
+    static final class LatchLocker implements Locker {
+        final CuratorFramework client;
+        final String path;
+        LeaderLatch latch;
+
+        LatchLocker(CuratorFramework client, String path) {
+            this.client = client;
+            this.path = path;
+        }
+
+        public boolean acquire(long timeoutMs) throws Exception {
+            latch = new LeaderLatch(client, path);
+            latch.start();
+            return latch.await(timeoutMs, TimeUnit.MILLISECONDS);
+        }
+
+        public void release() throws Exception {
+            latch.close();
         }
     }
 
@@ -233,6 +262,14 @@ public final class BenchCurator {
             throw new Timeout("connect to " + connect);
         }
         return c;
+    }
+
+    /** Closes c and forgets it: closeAll leaves it alone. */
+    static void closeSession(CuratorFramework c) {
+        synchronized (sessions) {
+            sessions.remove(c);
+        }
+        c.close();
     }
 
     /** Connects n sessions, a few at a time. */
@@ -495,6 +532,116 @@ public final class BenchCurator {
         return (System.nanoTime() - start) / 1e9;
     }
 
+    /**
+     * The participants of a failover run: participant i's LeaderLatch on
+     * session clients[i]. Each latch's isLeader listener records when it
+     * leads: the listener runs (on the thread that decided, before await()
+     * wakes) as soon as the latch has seen it leads, the earliest point
+     * where Curator's user learns it.
+     */
+    static final class Electorate {
+        final String connect;
+        final String path;
+        final CuratorFramework[] clients;
+        final LeaderLatch[] latches;
+        /** {participant, System.nanoTime() when it learned it leads}. */
+        final LinkedBlockingQueue<long[]> led = new LinkedBlockingQueue<>();
+
+        Electorate(String connect, String path, List<CuratorFramework> cs) {
+            this.connect = connect;
+            this.path = path;
+            this.clients = cs.toArray(new CuratorFramework[0]);
+            this.latches = new LeaderLatch[clients.length];
+        }
+
+        /** Starts a new latch of participant i on its session. */
+        void enlist(int i) throws Exception {
+            LeaderLatch l = new LeaderLatch(clients[i], path);
+            l.addListener(new LeaderLatchListener() {
+                public void isLeader() {
+                    led.add(new long[] {i, System.nanoTime()});
+                }
+
+                public void notLeader() {
+                }
+            });
+            latches[i] = l;
+            l.start();
+        }
+
+        /** Waits for the next leader, within the time limit. */
+        long[] next() throws Exception {
+            long[] e = led.poll(remainingMs("leader"), TimeUnit.MILLISECONDS);
+            if (e == null) {
+                throw new Timeout("leader");
+            }
+            return e;
+        }
+
+        /**
+         * One failover: the leader steps down (closes its latch, or its
+         * session), the next leads, the old one rejoins at the tail (a new
+         * latch on its session, or on a new session). Returns {the new
+         * leader, nanoseconds from just before the step-down until the new
+         * leader's listener ran}. timed announces queued before and drained
+         * after the timed stretch.
+         */
+        long[] turn(int leader, boolean close, boolean timed) throws Exception {
+            if (timed) {
+                phase("queued");
+            }
+            long start = System.nanoTime();
+            if (close) {
+                closeSession(clients[leader]);
+            } else {
+                latches[leader].close();
+            }
+            long[] e = next();
+            if (e[0] == leader) {
+                throw new IllegalStateException("participant " + leader + " leads again after stepping down");
+            }
+            if (timed) {
+                phase("drained");
+            }
+            if (close) {
+                clients[leader] = connect(connect);
+            }
+            enlist(leader);
+            return new long[] {e[0], e[1] - start};
+        }
+    }
+
+    /**
+     * p sessions' LeaderLatches on one path; the leader steps down reps
+     * times, timed, after warmReps unmeasured times, the way mode says.
+     */
+    static Result failover(String connect, String path, String warmPath, int p, String mode, int warmup,
+            int warmReps, int reps) throws Exception {
+        List<CuratorFramework> cs = connectAll(p, connect);
+        warm(new LatchLocker(cs.get(0), warmPath), warmup);
+        Electorate el = new Electorate(connect, path, cs);
+        for (int i = 0; i < p; i++) {
+            el.enlist(i);
+        }
+        int leader = (int) el.next()[0];
+        boolean close = mode.equals("close");
+        for (int i = 0; i < warmReps; i++) {
+            leader = (int) el.turn(leader, close, false)[0];
+        }
+        phase("ready");
+        Result r = new Result();
+        r.latUs = new long[reps];
+        for (int i = 0; i < reps; i++) {
+            long[] t = el.turn(leader, close, true);
+            leader = (int) t[0];
+            r.latUs[i] = t[1] / 1000;
+            r.seconds += t[1] / 1e9;
+        }
+        r.ops = reps;
+        phase("measured");
+        return r;
+    }
+
     // ---- main ------------------------------------------------------------
 
     static String versions() {
@@ -541,6 +688,12 @@ public final class BenchCurator {
             case "handoff":
                 return handoff(connect, gateConnect, path, warmPath, Integer.parseInt(a[0]), Integer.parseInt(a[1]),
                         a.length > 2 ? Integer.parseInt(a[2]) : 1);
+            case "failover":
+                if (!a[1].equals("resign") && !a[1].equals("close")) {
+                    throw new IllegalArgumentException("failover: unknown mode " + a[1]);
+                }
+                return failover(connect, path, warmPath, Integer.parseInt(a[0]), a[1], Integer.parseInt(a[2]),
+                        Integer.parseInt(a[3]), Integer.parseInt(a[4]));
             default:
                 throw new IllegalArgumentException("unknown workload " + workload);
         }
