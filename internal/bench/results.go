@@ -52,7 +52,8 @@ type srvrDelta struct {
 	SentPerOp     float64 `json:"sent_per_op"`
 	// The server process's CPU time (user+system) over the measured part:
 	// per op, and divided by the part's wall time (1 = one CPU busy).
-	// Zero when not measured (an external server, or not Linux).
+	// Zero when not measured (an external server, not Linux, or a handoff
+	// or failover, whose many short stretches are too short for 10ms ticks).
 	CPUPerOpUS float64 `json:"cpu_per_op_us,omitempty"`
 	CPUBusy    float64 `json:"cpu_busy,omitempty"`
 }
@@ -110,7 +111,9 @@ func makeSrvr(sp spec, rec *recorder, ops int64) *srvrDelta {
 	}
 	d := &srvrDelta{}
 	var cpu, wall time.Duration
-	cpuKnown := true
+	// The server's CPU time is read in 10ms ticks: only a continuous
+	// measured part (pairs, loops) is long enough to divide it.
+	cpuKnown := !stretched(sp.Workload)
 	for _, iv := range ivs {
 		from, to := iv[0], iv[1]
 		if from.SrvrErr != nil || to.SrvrErr != nil {
