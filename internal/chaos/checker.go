@@ -249,7 +249,12 @@ func checkLeases(secs []section, maxLeases int, v *verdict) int {
 		if len(open) <= maxLeases {
 			continue
 		}
-		line := fmt.Sprintf("%s: %d leases held at %s (max %d), the last by %s", violLeases, len(open), stamp(e.at), maxLeases, secs[e.i].who)
+		var out []string
+		for i := range open {
+			out = append(out, fmt.Sprintf("%s [%s, %s]", secs[i].who, stamp(secs[i].start), stamp(secs[i].until())))
+		}
+		slices.Sort(out)
+		line := fmt.Sprintf("%s: %d leases held at %s (max %d), the last by %s (out: %s)", violLeases, len(open), stamp(e.at), maxLeases, secs[e.i].who, strings.Join(out, ", "))
 		for i := range open {
 			if l := secs[i].lost; !l.IsZero() && l.After(e.at) {
 				line = fmt.Sprintf("%s: %s; %s was told of its loss only at %s", violUnsignalled, line, secs[i].who, stamp(l))
