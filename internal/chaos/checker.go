@@ -56,6 +56,7 @@ type section struct {
 	who   string // session and worker, such as "s03/mutex"
 	token int64  // fencing token of the hold
 	long  bool   // a long section, of one to two session timeouts
+	via   string // the server the session was connected to at the grant
 	start time.Time
 	end   time.Time
 	// lost is when the hold's context (a lease's Done) ended with
@@ -251,7 +252,7 @@ func checkLeases(secs []section, maxLeases int, v *verdict) int {
 		}
 		var out []string
 		for i := range open {
-			out = append(out, fmt.Sprintf("%s [%s, %s]", secs[i].who, stamp(secs[i].start), stamp(secs[i].until())))
+			out = append(out, fmt.Sprintf("%s token %d via %s [%s, %s]", secs[i].who, secs[i].token, secs[i].via, stamp(secs[i].start), stamp(secs[i].until())))
 		}
 		slices.Sort(out)
 		line := fmt.Sprintf("%s: %d leases held at %s (max %d), the last by %s (out: %s)", violLeases, len(open), stamp(e.at), maxLeases, secs[e.i].who, strings.Join(out, ", "))

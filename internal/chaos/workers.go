@@ -128,7 +128,7 @@ func (w *worker) once(ctx context.Context) {
 		return
 	}
 	w.st.acquired[w.r.kind].Add(1)
-	s := section{kind: w.r.kind, who: w.who, token: h.token, start: time.Now()}
+	s := section{kind: w.r.kind, who: w.who, token: h.token, via: w.conn.Server(), start: time.Now()}
 	if w.long > 0 && w.rnd.IntN(w.long) == 0 {
 		s.long = true
 		w.st.long[w.r.kind].Add(1)
