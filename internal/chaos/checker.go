@@ -89,6 +89,7 @@ type journal struct {
 	sections []section
 	writes   []fencedWrite
 	problems []string // violations seen by workers as they happened
+	notes    []string // what workers saw that is not a violation but tells of the run
 }
 
 func (j *journal) add(s section) {
@@ -107,6 +108,13 @@ func (j *journal) problem(format string, args ...any) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.problems = append(j.problems, fmt.Sprintf(format, args...))
+}
+
+// note records an observation for the report.
+func (j *journal) note(format string, args ...any) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.notes = append(j.notes, fmt.Sprintf(format, args...))
 }
 
 // The kinds of violation, each the prefix of its lines.

@@ -25,7 +25,9 @@ type report struct {
 	staleBlocked int64
 	writeErrs    int64
 	lateWrites   int64
-	redone       int // deletes the ensemble acknowledged, then undid, which the Client did again
+	slowWrites   int64
+	notes        []string // the workers' notes
+	redone       int      // deletes the ensemble acknowledged, then undid, which the Client did again
 	verdict      verdict
 	orphansOpen  []string // lock nodes left after every worker released, sessions open
 	orphans      []string // ephemeral nodes left after every session closed
@@ -43,6 +45,7 @@ func (r *report) stats(c *counters) {
 	r.staleBlocked = c.staleBlocked.Load()
 	r.writeErrs = c.writeErrs.Load()
 	r.lateWrites = c.lateWrites.Load()
+	r.slowWrites = c.slowWrites.Load()
 }
 
 // clean reports whether the run found nothing wrong.
@@ -90,6 +93,14 @@ func (r *report) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nguarded writes with a stale token refused by ZooKeeper: %d (failed on the connection: %d)\n", r.staleBlocked, r.writeErrs)
 	fmt.Fprintf(w, "writes guarded by a released hold accepted while its delete went on in the background (checked for order): %d\n", r.lateWrites)
+	fmt.Fprintf(w, "guarded writes that took longer than a session timeout: %d\n", r.slowWrites)
+	for i, n := range r.notes {
+		if i == 10 {
+			fmt.Fprintf(w, "  ... and %d more\n", len(r.notes)-i)
+			break
+		}
+		fmt.Fprintf(w, "  %s\n", n)
+	}
 	fmt.Fprintf(w, "deletes acknowledged by ZooKeeper, undone by a leader change, and done again by the Client: %d\n", r.redone)
 	fmt.Fprintf(w, "most semaphore leases held at once: %d of %d\n", r.verdict.maxLeases, r.cfg.maxLeases)
 	fmt.Fprintf(w, "overlaps after the earlier holder was told of its loss: %d\n", len(r.verdict.lostBeforeOverlap))

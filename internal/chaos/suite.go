@@ -96,6 +96,7 @@ func (c *contention) run(ctx context.Context, rep *report) error {
 	err = errors.Join(err, c.closeSessions())
 	rep.orphans, _ = c.orphans()
 	rep.verdict = c.j.check(c.cfg.maxLeases)
+	rep.notes = c.j.notes
 	rep.stats(&c.st)
 	return err
 }

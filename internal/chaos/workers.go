@@ -68,11 +68,10 @@ func leaseRecipe(s *zklock.Semaphore, resource string) recipe {
 			return held{}, err
 		}
 		ended := make(chan time.Time, 1)
-		go func() {
-			<-l.Done()
-			ended <- time.Now()
-		}()
-		return held{token: l.Token(), check: l.CheckOp(), done: l.Done(), ended: ended, release: l.Release}, nil
+		lctx := l.Context()
+		context.AfterFunc(lctx, func() { ended <- time.Now() })
+		return held{token: l.Token(), check: l.CheckOp(), done: l.Done(), ended: ended, release: l.Release,
+			cause: func() error { return context.Cause(lctx) }}, nil
 	}}
 }
 
@@ -85,6 +84,7 @@ type counters struct {
 	staleBlocked atomic.Int64           // guarded writes with a stale token that ZooKeeper rejected
 	writeErrs    atomic.Int64           // guarded writes that failed on the connection
 	lateWrites   atomic.Int64           // writes after Release accepted before its background delete landed
+	slowWrites   atomic.Int64           // guarded writes that took longer than a session timeout
 }
 
 // worker takes one recipe's holds on one session, again and again.
@@ -183,12 +183,15 @@ func btoi(b bool) int {
 }
 
 // settle records how the hold ended, and checks that a lost hold was told.
+// A hold whose context ended with ErrLockLost was lost when it ended,
+// whatever Release said (ErrClosed, once the run closes its Clients).
 func (w *worker) settle(s *section, h held, relErr error, endedAt time.Time) {
+	lostByCause := h.cause != nil && errors.Is(h.cause(), zklock.ErrLockLost)
 	switch {
-	case errors.Is(relErr, zklock.ErrLockLost):
+	case errors.Is(relErr, zklock.ErrLockLost) || lostByCause:
 		s.lost = endedAt
 		w.st.lost[w.r.kind].Add(1)
-		if h.cause != nil && !errors.Is(h.cause(), zklock.ErrLockLost) {
+		if h.cause != nil && !lostByCause {
 			w.j.problem(violUnsignalled+": %s %s: Release reported the loss, but the hold's context ended with %v", s.kind, w.who, h.cause())
 		}
 	case relErr != nil && !errors.Is(relErr, zklock.ErrClosed):
@@ -236,10 +239,16 @@ func (w *worker) staleWrite(h held) {
 
 // fencedSet writes h's token to the resource in one transaction with
 // h's check. Its error is the first failed operation's, or the
-// transaction's own.
+// transaction's own. A write that takes longer than a session timeout is
+// counted and logged: the worker believes it holds all that time.
 func (w *worker) fencedSet(h held) ([]zk.MultiResponse, error) {
 	data := []byte(strconv.FormatInt(h.token, 10))
+	start := time.Now()
 	res, err := w.conn.Multi(h.check, &zk.SetDataRequest{Path: w.r.resource, Data: data, Version: -1})
+	if d := time.Since(start); d > w.timeout {
+		w.st.slowWrites.Add(1)
+		w.j.note("%s: a guarded write took %v (%v)", w.who, d.Round(time.Millisecond), err)
+	}
 	for _, r := range res {
 		if r.Error != nil {
 			return res, r.Error
