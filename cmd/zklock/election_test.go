@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,6 +19,7 @@ func TestInspectLatch(t *testing.T) {
 	e := setup(t)
 	ids := []string{"node-a", "node-b", ""}
 	var holds []*zklock.Hold
+	var waiting sync.WaitGroup
 	for i, id := range ids {
 		el, err := zklock.NewElection(e.client(), e.path, id)
 		require.NoError(t, err)
@@ -27,7 +29,14 @@ func TestInspectLatch(t *testing.T) {
 			holds = append(holds, hd)
 			continue
 		}
-		go func() { _, _ = el.Campaign(ctx(t)) }() // ends with the test's Clients
+		cctx := ctx(t)
+		waiting.Add(1)
+		go func() { // leads in turn once the first resigns, and resigns at once
+			defer waiting.Done()
+			if hd, err := el.Campaign(cctx); err == nil {
+				assert.NoError(t, hd.Release())
+			}
+		}()
 		waitFor(t, "participant "+id, func() bool { return len(e.children(e.path)) == i+1 })
 	}
 	v := e.inspectJSON(e.path)
@@ -45,6 +54,7 @@ func TestInspectLatch(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "latch")
 	require.NoError(t, holds[0].Release())
+	waiting.Wait()
 }
 
 // exec -latch runs the command only while it leads: behind a Go leader it
