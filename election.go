@@ -102,7 +102,11 @@ func electionEngine(c *Client, what, p, id, lockName string, opts []LockOption) 
 // one granted at once reads it, and that the node exists (one round
 // trip). A node that vanishes while Campaign waits (its session expired,
 // someone deleted it, the path was deleted and reaped) is created again,
-// under the Client's retry policy, parents too.
+// under the Client's retry policy, parents too. A leadership granted on
+// the deletion of the node before it can end at once, told, when the same
+// change deletes its own node too (a path wiped in one transaction):
+// campaign again when a leadership ends, as [Selector.Run] does, to stay
+// in the election.
 //
 // On failure Campaign returns an error naming the path and wrapping
 // ctx.Err() (and its cause), ErrClosed, or the ZooKeeper error, and leaves
