@@ -20,13 +20,16 @@ type occupancy struct {
 	longUntil atomic.Int64           // planned end (Unix ns) of the long section in progress, 0 if none
 }
 
+// holds reports whether a worker of the session is in a section of kind k.
+func (o *occupancy) holds(k kind) bool { return o.holding[k].Load() > 0 }
+
 // held lists the kinds of section the session is in, as " of mutex+lease",
 // or "" if none.
 func (o *occupancy) held() string {
 	var out []string
-	for k := range o.holding {
-		if o.holding[k].Load() > 0 {
-			out = append(out, kind(k).String())
+	for k := range numKinds {
+		if o.holds(k) {
+			out = append(out, k.String())
 		}
 	}
 	if len(out) == 0 {
@@ -36,7 +39,14 @@ func (o *occupancy) held() string {
 }
 
 // holdsAny reports whether a worker of the session is in a section.
-func (o *occupancy) holdsAny() bool { return o.held() != "" }
+func (o *occupancy) holdsAny() bool {
+	for k := range numKinds {
+		if o.holds(k) {
+			return true
+		}
+	}
+	return false
+}
 
 // hit is what a fault found on the sessions it struck.
 type hit int
@@ -83,7 +93,7 @@ func (m *monkey) strike(k faultKind, struck []*session) {
 	for _, s := range struck {
 		h = min(h, s.status())
 		for sk := range kinds {
-			kinds[sk] = kinds[sk] || s.occ.holding[sk].Load() > 0
+			kinds[sk] = kinds[sk] || s.occ.holds(kind(sk))
 		}
 	}
 	m.hits[k][h].Add(1)
@@ -188,7 +198,7 @@ func (m *monkey) inTurn(set []*session) *session {
 		k := kind((t + i) % int(numKinds))
 		var of []*session
 		for _, s := range set {
-			if s.occ.holding[k].Load() > 0 {
+			if s.occ.holds(k) {
 				of = append(of, s)
 			}
 		}
