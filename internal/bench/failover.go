@@ -34,11 +34,8 @@ type electorate struct {
 // own session (resign) or on a new session (close), so that P stay
 // queued. WarmReps unmeasured failovers of the same kind come first.
 func (g *goLib) failover(ctx context.Context, sp spec, ep endpoints, ph phaser, set *sessionSet) (raw, error) {
-	ss, err := connectN(ctx, g.open, ep.Servers, sp.N, g.sessionTimeout, set)
+	ss, err := g.warmSessions(ctx, sp, ep.Servers, sp.N, set)
 	if err != nil {
-		return raw{}, err
-	}
-	if err := g.preWarm(ctx, ss[0], sp); err != nil {
 		return raw{}, err
 	}
 	el := &electorate{g: g, sp: sp, ep: ep, set: set, cr: set.newCrew(),

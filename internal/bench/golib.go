@@ -151,11 +151,8 @@ func (g *goLib) pairs(ctx context.Context, sp spec, ep endpoints, ph phaser, set
 // count the holders, release, for Dur; more than maxHolders at once is a
 // violation. Acquisitions whose acquire returned before Dur ran out count.
 func (g *goLib) loop(ctx context.Context, sp spec, ep endpoints, ph phaser, set *sessionSet) (raw, error) {
-	ss, err := connectN(ctx, g.open, ep.Servers, sp.C, g.sessionTimeout, set)
+	ss, err := g.warmSessions(ctx, sp, ep.Servers, sp.C, set)
 	if err != nil {
-		return raw{}, err
-	}
-	if err := g.preWarm(ctx, ss[0], sp); err != nil {
 		return raw{}, err
 	}
 	ls := make([]locker, len(ss))
@@ -187,6 +184,19 @@ func (g *goLib) loop(ctx context.Context, sp spec, ep endpoints, ph phaser, set 
 	}
 	r.Violations = violations.Load()
 	return r, ph(ctx, phaseMeasured)
+}
+
+// warmSessions connects n sessions to servers and runs the workload's
+// unmeasured pairs on the first.
+func (g *goLib) warmSessions(ctx context.Context, sp spec, servers []string, n int, set *sessionSet) ([]goSession, error) {
+	ss, err := connectN(ctx, g.open, servers, n, g.sessionTimeout, set)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.preWarm(ctx, ss[0], sp); err != nil {
+		return nil, err
+	}
+	return ss, nil
 }
 
 // preWarm runs the unmeasured pairs of the workload's recipe on the
@@ -225,11 +235,8 @@ func spin(ctx context.Context, l locker, stopAt time.Time, max int64, holders, v
 // phaser has seen the W+1 nodes, the gate releases; the time until every
 // waiter has acquired and released is measured.
 func (g *goLib) handoff(ctx context.Context, sp spec, ep endpoints, ph phaser, set *sessionSet) (raw, error) {
-	gs, err := connectN(ctx, g.open, ep.Gate, 1, g.sessionTimeout, set)
+	gs, err := g.warmSessions(ctx, sp, ep.Gate, 1, set)
 	if err != nil {
-		return raw{}, err
-	}
-	if err := g.preWarm(ctx, gs[0], sp); err != nil {
 		return raw{}, err
 	}
 	gate, err := gs[0].mutex(sp.Path)
