@@ -24,9 +24,9 @@ vet:
 
 # Root module: unit tests and integration tests against a real ZooKeeper,
 # with the race detector, goroutine-leak checks and root-package coverage.
-# TestElectionTeeth, among them, rebuilds the root package's tests with
-# -tags zklock_mutant and requires the election fault tests to fail on
-# broken variants of the library (about 30 seconds).
+# TestFaultTeeth, among them, rebuilds the root package's tests with
+# -tags zklock_mutant and requires the election's and the solo path's
+# fault tests to fail on broken variants of the library (about 40 seconds).
 unit:
 	$(GO) test $(RACE) -count=1 -timeout 15m -skip 'TestChaosShort|TestChaosTeeth' -covermode=atomic -coverpkg=$(PKG) -coverprofile=$(COVER) ./...
 	@$(GO) tool cover -func=$(COVER) | tail -1
@@ -72,8 +72,9 @@ bench: deps
 # The chaos suite (internal/chaos, see its package doc): 16 sessions, each
 # behind its own fault proxy, contend on a Mutex, a ReadWriteLock and a
 # Semaphore of a 3-node ensemble, four of them on an Election instead of
-# the Mutex, while servers are killed and partitioned and sessions paused
-# and cut, at random and aimed at current holders and leaders (some of
+# the Mutex, two also on a solo Mutex, mostly alone, whose empty parent is
+# deleted again and again, while servers are killed and partitioned and
+# sessions paused and cut, at random and aimed at current holders and leaders (some of
 # which hold for one to two session timeouts) and at the next in the
 # Mutex's or the Election's line; a checker then looks for two sections
 # that believed they held (or led) at once, losses told too late, tokens

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -431,6 +432,8 @@ type dialWatch struct {
 	log    *slog.Logger
 	signal chan struct{} // receives after each failed dial
 
+	attempts atomic.Uint64 // connections go-zookeeper has begun to open
+
 	mu         sync.Mutex       // protects the fields below
 	n          int              // addresses to dial, known after Init
 	unresolved []error          // names that did not resolve, set by Init
@@ -480,6 +483,27 @@ func (w *dialWatch) Init(servers []string) error {
 	w.n, w.unresolved = w.DNSHostProvider.Len(), bad
 	w.mu.Unlock()
 	return nil
+}
+
+// Next counts a connection that go-zookeeper begins to open, then names
+// its server.
+func (w *dialWatch) Next() (string, bool) {
+	w.attempts.Add(1)
+	return w.DNSHostProvider.Next()
+}
+
+// connEpoch identifies the connection of the Client's session: it changes
+// whenever go-zookeeper begins to open another. go-zookeeper asks for the
+// server before it dials, and reads a connection's replies only after
+// that, so equal values read before a request is sent and after its reply
+// came mean that the request and its reply travelled on one connection.
+// 0 means unknown: a Client made by NewClient, or a host provider of the
+// caller's.
+func (c *Client) connEpoch() uint64 {
+	if c.dials == nil {
+		return 0
+	}
+	return c.dials.attempts.Load()
 }
 
 // connected records a dial of addr that succeeded.

@@ -585,7 +585,10 @@ func (h *hold) freed() error {
 // deleteNode is the free function of a node hold: a guaranteed delete. A
 // node found already gone means the hold had been lost unseen.
 func (h *hold) deleteNode() error {
-	err := h.c.deleteNode(h.node.path)
+	gone, err := h.c.deleteNodeGone(h.node.path)
+	if gone {
+		h.node.solo.deleted(h.node.name)
+	}
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return errorf(ErrLockLost, "%s: lock lost: node already gone", h.name)

@@ -32,6 +32,7 @@ type lockInternals struct {
 	lockName  string // name of our nodes before the sequence, such as "lock-"
 	driver    Driver
 	maxLeases int
+	solo      *solo // a Mutex's: lets an acquire alone skip the listing; nil for none
 }
 
 // shortcuts reports which of the engine's shortcuts the driver allows (see
@@ -65,6 +66,8 @@ type lockNode struct {
 	owner int64           // the node's ephemeral owner, as ZooKeeper reported it
 	own   <-chan zk.Event // data watch on the node itself
 	known chan struct{}   // closed once czxid, owner and own are set
+
+	solo *solo // its Mutex's, told when the node is deleted; may be nil
 }
 
 func newLockNode(p string, session int64) *lockNode {
@@ -120,11 +123,11 @@ func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (*lockNode
 	}
 	r := newRetrier(c.opts.retry)
 	for {
-		n, listed, err := li.createAndList(ctx, req.data)
+		n, listed, pre, err := li.create(ctx, req)
 		if err != nil {
 			return nil, snapshot{}, closedErr(err)
 		}
-		snap, err := li.waitOrClean(ctx, n, req, listed)
+		snap, err := li.waitOrClean(ctx, n, req, listed, pre)
 		if err == nil {
 			return n, snap, nil
 		}
@@ -142,42 +145,110 @@ func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (*lockNode
 	}
 }
 
+// create queues our node, and returns a listing that shows it, for the
+// first decision, if it has one, and the Client's state from before the
+// create. A node that solo proves alone from its create's reply comes
+// with that listing, the node alone, and no listing is sent; any other
+// comes with the listing sent right behind its create (createAndList),
+// which solo records.
+func (li *lockInternals) create(ctx context.Context, req acquireReq) (*lockNode, []string, snapshot, error) {
+	c := li.c
+	pre := c.snapshot()
+	record := li.soloOK()
+	solo := record && !req.try
+	if solo && li.solo.ready(c.connEpoch()) {
+		n, listed, err := li.createAlone(ctx, req.data, pre)
+		return n, listed, pre, err
+	}
+	var armed <-chan struct{}
+	if solo {
+		armed = li.arm()
+	}
+	n, listed, parent, err := li.createAndList(ctx, req.data, pre)
+	if err != nil {
+		return nil, nil, pre, err
+	}
+	if record {
+		li.solo.created(n.name, 0, 0)
+		if listed != nil {
+			li.solo.listed(n.name, listed, parent)
+		}
+	}
+	if armed != nil {
+		select { // it travelled with the create: wait as for the listing
+		case <-armed:
+		case <-ctx.Done():
+		case <-c.closing:
+		}
+	}
+	return n, listed, pre, nil
+}
+
+// createAlone creates our node alone, and returns with it the listing it
+// would have had if solo proves it alone (the node alone), else none: the
+// first decision lists.
+func (li *lockInternals) createAlone(ctx context.Context, data []byte, pre snapshot) (*lockNode, []string, error) {
+	c := li.c
+	conn := c.connEpoch()
+	p, err := li.driver.CreateNode(ctx, c, path.Join(li.basePath, li.lockName), data)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := li.newNode(p, pre.session)
+	if !li.solo.created(n.name, conn, c.connEpoch()) {
+		return n, nil, nil
+	}
+	c.log.Debug("zklock: granted alone, from the create's reply", "path", p)
+	return n, []string{n.name}, nil
+}
+
+// newNode returns our node at p, created in session.
+func (li *lockInternals) newNode(p string, session int64) *lockNode {
+	n := newLockNode(p, session)
+	n.solo = li.solo
+	return n
+}
+
 // createAndList creates our node and lists the lock's children in one
 // round trip: the listing is sent right behind the create, on the same
-// session, so ZooKeeper serves it after the create. The listing is
-// returned only if it shows our node (if it overtook the create, or failed,
-// the first decision lists again).
-func (li *lockInternals) createAndList(ctx context.Context, data []byte) (*lockNode, []string, error) {
+// session, so ZooKeeper serves it after the create. The listing, with the
+// parent's stat, is returned only if it shows our node (if it overtook the
+// create, or failed, the first decision lists again). snap is the Client's
+// state before.
+func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap snapshot) (*lockNode, []string, *zk.Stat, error) {
 	c := li.c
-	snap := c.snapshot()
-	cctx, sent, listed, ok := readBehind(ctx, c, func() []string {
-		children, _, err := c.zc.Children(li.basePath)
+	type listing struct {
+		children []string
+		parent   *zk.Stat
+	}
+	cctx, sent, listed, ok := readBehind(ctx, c, func() listing {
+		children, st, err := c.zc.Children(li.basePath)
 		if err != nil {
-			return nil
+			return listing{}
 		}
-		return children
+		return listing{children, st}
 	})
 	if !ok {
-		return nil, nil, ErrClosed
+		return nil, nil, nil, ErrClosed
 	}
 	// A custom driver may create otherwise: then the listing follows the
 	// create's reply.
 	p, err := li.driver.CreateNode(cctx, c, path.Join(li.basePath, li.lockName), data)
 	sent()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	n := newLockNode(p, snap.session)
-	var children []string
+	n := li.newNode(p, snap.session)
+	var l listing
 	select {
-	case children = <-listed:
+	case l = <-listed:
 	case <-ctx.Done(): // the first decision lists again, under ctx
 	case <-c.closing:
 	}
-	if !slices.Contains(children, n.name) {
-		children = nil
+	if !slices.Contains(l.children, n.name) {
+		return n, nil, nil, nil
 	}
-	return n, children, nil
+	return n, l.children, l.parent, nil
 }
 
 // readBehind prepares read to be sent right behind a create, so that
@@ -228,14 +299,14 @@ func (li *lockInternals) acquireAt(ctx context.Context, req acquireReq) (*lockNo
 
 // waitOrClean is wait, deleting the node if a user callback (a Driver)
 // panics, before the panic goes on.
-func (li *lockInternals) waitOrClean(ctx context.Context, n *lockNode, req acquireReq, listed []string) (snapshot, error) {
+func (li *lockInternals) waitOrClean(ctx context.Context, n *lockNode, req acquireReq, listed []string, pre snapshot) (snapshot, error) {
 	done := false
 	defer func() {
 		if !done {
 			li.c.deleteNode(n.path)
 		}
 	}()
-	snap, err := li.wait(ctx, n, req, listed)
+	snap, err := li.wait(ctx, n, req, listed, pre)
 	done = true
 	return snap, err
 }
@@ -258,10 +329,11 @@ func (li *lockInternals) peek(ctx context.Context) (bool, error) {
 
 // wait waits until the driver grants n the lock (or, with try, decides
 // once). listed, if not nil, is a listing that shows n, for the first
-// decision. n's own watch, which tells of its deletion and of revocation
-// requests, is set before waiting; a revocable node sets it at once, and a
-// node granted at once leaves it to its hold's monitor.
-func (li *lockInternals) wait(ctx context.Context, n *lockNode, req acquireReq, listed []string) (snapshot, error) {
+// decision, read after the Client's state was pre. n's own watch, which
+// tells of its deletion and of revocation requests, is set before
+// waiting; a revocable node sets it at once, and a node granted at once
+// leaves it to its hold's monitor.
+func (li *lockInternals) wait(ctx context.Context, n *lockNode, req acquireReq, listed []string, pre snapshot) (snapshot, error) {
 	if req.onRevoke != nil {
 		own, err := watchOwn(ctx, li.c, n, req.onRevoke)
 		if err != nil {
@@ -270,6 +342,9 @@ func (li *lockInternals) wait(ctx context.Context, n *lockNode, req acquireReq, 
 		n.own = own
 	}
 	w := waiter{c: li.c, own: n, session: n.session, onRevoke: req.onRevoke, try: req.try}
+	if listed != nil {
+		w.pre = &pre
+	}
 	return w.run(ctx, func(ctx context.Context) (verdict, error) {
 		children := listed
 		listed = nil
@@ -501,6 +576,7 @@ type waiter struct {
 	session  int64     // the session our nodes belong to
 	onRevoke func(string)
 	try      bool
+	pre      *snapshot // the state before the read of the first decision, if earlier than its call
 }
 
 // run decides until decide grants, fails, or (with try) once.
@@ -514,6 +590,9 @@ func (w *waiter) run(ctx context.Context, decide func(context.Context) (verdict,
 		// only if nothing (a suspension, a new session) happened since, and
 		// the hold is measured against it, so a later change ends it.
 		stateCh, pre := c.stateChanged(), c.snapshot()
+		if w.pre != nil {
+			pre, w.pre = *w.pre, nil
+		}
 		v, err := decide(ctx)
 		if retryable(err) {
 			if err := w.recover(ctx); err != nil {

@@ -288,6 +288,11 @@ func (c *countConn) Exists(p string) (bool, *zk.Stat, error) {
 	return c.ZKConn.Exists(p)
 }
 
+func (c *countConn) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	c.count("exists")
+	return c.ZKConn.ExistsW(p)
+}
+
 func (c *countConn) Delete(p string, v int32) error {
 	c.count("delete")
 	return c.ZKConn.Delete(p, v)

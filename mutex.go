@@ -30,6 +30,14 @@ import (
 // Acquire and Release by context, which remain for re-entry down a call
 // chain in the manner of Curator.
 //
+// An acquire costs one round trip when the lock is free: its create, with
+// the listing that decides sent right behind it. A Mutex that keeps taking
+// its lock alone soon skips the listing: its create's reply proves that no
+// other node can be there (the node's sequence number follows its last
+// one, in a parent that an exists watch the Mutex keeps shows unchanged),
+// so that an acquire and release send two requests, the least possible.
+// What proves it lives in the Mutex value: keep one per lock to have it.
+//
 // A hold can be lost at any time: under StandardPolicy when the connection
 // is suspended, under SessionPolicy when the session is lost, and under
 // both when someone else deletes the lock node or the Client is closed. The
@@ -88,7 +96,7 @@ func newMutex(c *Client, path, lockName string, maxLeases int, o lockOptions) (*
 	return &Mutex{
 		c:    c,
 		path: path,
-		li:   lockInternals{c: c, basePath: c.fullPath(path), lockName: lockName, driver: o.driver, maxLeases: maxLeases},
+		li:   lockInternals{c: c, basePath: c.fullPath(path), lockName: lockName, driver: o.driver, maxLeases: maxLeases, solo: &solo{}},
 		data: data,
 	}, nil
 }

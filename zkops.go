@@ -395,6 +395,14 @@ func (c *Client) mkdirs(ctx context.Context, parent string) error {
 // the attempt made at once, nil when it deleted the node or handed the
 // delete to the background, and zk.ErrNoNode when the node was already gone.
 func (c *Client) deleteNode(p string) error {
+	_, err := c.deleteNodeGone(p)
+	return err
+}
+
+// deleteNodeGone is deleteNode, also reporting whether p was gone when it
+// returned: deleted, or found gone; not when the delete failed or goes on
+// in the background.
+func (c *Client) deleteNodeGone(p string) (bool, error) {
 	var err error
 	if s := c.State(); s == StateConnected || s == StateReconnected || s == StateClosed {
 		ctx, cancel := context.WithTimeout(context.Background(), c.sessionTimeout()/3)
@@ -402,11 +410,11 @@ func (c *Client) deleteNode(p string) error {
 		done, err = await(c, ctx, func() (bool, error) { return c.deleteOnce(p) }, nil)
 		cancel()
 		if done {
-			return err
+			return true, err
 		}
 		if !retryable(err) && !errors.Is(err, context.DeadlineExceeded) {
 			c.log.Error("zklock: delete failed; the node stays", "path", p, "err", err)
-			return err
+			return false, err
 		}
 	}
 	c.log.Warn("zklock: delete continues in the background", "path", p, "err", err)
@@ -414,7 +422,7 @@ func (c *Client) deleteNode(p string) error {
 	c.cleanup(func() {
 		c.untilDone(func() (bool, error) { return c.deleteOnce(p) })
 	})
-	return nil
+	return false, nil
 }
 
 // deleteOnce sends one delete of p, for untilDone: done once p is gone.

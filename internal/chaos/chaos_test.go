@@ -40,6 +40,8 @@ func TestChaosShort(t *testing.T) {
 		assert.Positive(t, rep.acquired[k], "%s sections", k)
 	}
 	assert.Positive(t, rep.byKind[kindLeader][struckHolder], "faults struck a leader's session")
+	assert.Positive(t, rep.soloGrants, "the solo Mutex was granted without a listing")
+	assert.Positive(t, rep.soloReaps, "the solo Mutex's parent was deleted")
 	assert.Positive(t, rep.staleBlocked, "stale guarded writes were refused")
 }
 

@@ -18,11 +18,12 @@ const (
 	kindWrite              // the ReadWriteLock's write side
 	kindLease              // a Semaphore lease
 	kindLeader             // leadership of the Election
+	kindSolo               // the solo Mutex, taken in bursts by two sessions, mostly alone
 	numKinds
 )
 
 func (k kind) String() string {
-	return [...]string{"mutex", "read", "write", "lease", "leader"}[k]
+	return [...]string{"mutex", "read", "write", "lease", "leader", "solo"}[k]
 }
 
 // lock names the lock a kind of section belongs to.
@@ -34,13 +35,15 @@ func (k kind) lock() string {
 		return "semaphore"
 	case kindLeader:
 		return "election"
+	case kindSolo:
+		return "solo"
 	}
 	return "mutex"
 }
 
 // exclusiveLocks are the locks whose sections the checker orders by
 // exclusion and tokens; the semaphore is checked by counting leases.
-var exclusiveLocks = []string{"mutex", "rwlock", "election"}
+var exclusiveLocks = []string{"mutex", "rwlock", "election", "solo"}
 
 // section is one critical section, as its worker believed it: from the
 // grant (start, read after Acquire returned) until the worker chose to
@@ -172,9 +175,9 @@ func (j *journal) check(maxLeases int) verdict {
 }
 
 // excludes reports whether two sections of the same lock may not overlap:
-// two holds of the Mutex, two leaderships, a writer with anyone.
+// two holds of a Mutex, two leaderships, a writer with anyone.
 func excludes(a, b section) bool {
-	return a.kind == kindMutex || a.kind == kindLeader || a.kind == kindWrite || b.kind == kindWrite
+	return a.kind == kindMutex || a.kind == kindLeader || a.kind == kindSolo || a.kind == kindWrite || b.kind == kindWrite
 }
 
 // checkExclusion finds exclusive sections that overlap; secs is sorted by

@@ -6,23 +6,32 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // logBuf keeps the last lines a session's Client logged, at Debug level,
-// so that an orphan can be traced back to what its session did.
+// so that an orphan can be traced back to what its session did. It counts
+// the grants without a listing (soloGrantMsg) in solo.
 type logBuf struct {
 	mu    sync.Mutex
 	lines []string
 	next  int // ring position once full
-	attrs []slog.Attr
 	max   int
+	solo  *atomic.Int64
 }
 
-func newLogBuf(max int) *logBuf { return &logBuf{max: max} }
+// soloGrantMsg is what a Client logs when it grants a lock from its
+// create's reply, without a listing.
+const soloGrantMsg = "zklock: granted alone, from the create's reply"
+
+func newLogBuf(max int, solo *atomic.Int64) *logBuf { return &logBuf{max: max, solo: solo} }
 
 func (b *logBuf) Enabled(context.Context, slog.Level) bool { return true }
 
 func (b *logBuf) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == soloGrantMsg {
+		b.solo.Add(1)
+	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s %s %s", r.Time.Format("15:04:05.000"), r.Level, r.Message)
 	r.Attrs(func(a slog.Attr) bool {

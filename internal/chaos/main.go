@@ -1,7 +1,9 @@
 // Command chaos runs zklock's chaos suite: client sessions, each behind its
 // own fault proxy, contend on a Mutex, a ReadWriteLock and a Semaphore on a
 // real 3-node ZooKeeper ensemble, and a quarter of them campaign in an
-// Election instead of taking the Mutex, while servers are killed and
+// Election instead of taking the Mutex (and two take a second, solo
+// Mutex in bursts, mostly alone, whose parent a reaper deletes whenever
+// it is empty), while servers are killed and
 // partitioned and sessions are paused and cut on a seeded random schedule,
 // some faults aimed at the session of a current holder or leader (some
 // keep their hold for one to two session timeouts) or of the next in the

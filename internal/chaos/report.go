@@ -28,6 +28,8 @@ type report struct {
 	slowWrites   int64
 	notes        []string // the workers' notes
 	redone       int      // deletes the ensemble acknowledged, then undid, which the Client did again
+	soloGrants   int64    // grants of the solo Mutex without a listing
+	soloReaps    int64    // deletions of its parent while empty
 	verdict      verdict
 	orphansOpen  []string // lock nodes left after every worker released, sessions open
 	orphans      []string // ephemeral nodes left after every session closed
@@ -102,6 +104,8 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
 	fmt.Fprintf(w, "deletes acknowledged by ZooKeeper, undone by a leader change, and done again by the Client: %d\n", r.redone)
+	fmt.Fprintf(w, "solo Mutex: %d sections, %d granted without a listing; its parent deleted while empty %d times\n",
+		r.acquired[kindSolo], r.soloGrants, r.soloReaps)
 	fmt.Fprintf(w, "most semaphore leases held at once: %d of %d\n", r.verdict.maxLeases, r.cfg.maxLeases)
 	fmt.Fprintf(w, "overlaps after the earlier holder was told of its loss: %d\n", len(r.verdict.lostBeforeOverlap))
 	for _, l := range r.verdict.lostBeforeOverlap {

@@ -10,6 +10,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -52,7 +53,23 @@ type contention struct {
 	sessions []*session
 	j        journal
 	st       counters
+	solo     soloCounts
 }
+
+// soloCounts follow the solo Mutex (kindSolo), whose acquires alone may
+// skip their listing: its grants without a listing (which its Client logs
+// at Debug level) and the deletions of its parent while empty, as
+// ZooKeeper's container reaper does.
+type soloCounts struct {
+	grants, reaps atomic.Int64
+}
+
+// soloPath is the solo Mutex's path.
+const soloPath = root + "/solo"
+
+// isSolo reports whether session idx takes the solo Mutex: two sessions,
+// one of each error policy, one with long sections.
+func isSolo(idx int) bool { return idx%16 == 4 || idx%16 == 13 }
 
 // openSessions connects cfg.sessions clients, alternating the error
 // policies, each through its own fault proxies.
@@ -62,7 +79,7 @@ func (c *contention) openSessions() error {
 		if err != nil {
 			return err
 		}
-		s := &session{idx: i, policy: zklock.ErrorPolicy(i % 2), faults: f, log: newLogBuf(20000)}
+		s := &session{idx: i, policy: zklock.ErrorPolicy(i % 2), faults: f, log: newLogBuf(20000, &c.solo.grants)}
 		c.sessions = append(c.sessions, s)
 		s.client, err = zklock.Connect(c.cluster.Servers(),
 			zklock.WithSessionTimeout(c.cfg.timeout),
@@ -80,7 +97,9 @@ func (c *contention) openSessions() error {
 // workers builds each session's workers: one on the Mutex, or in a
 // quarter of the sessions (two in every eight: one with long sections,
 // one without) on the Election instead; one on the ReadWriteLock (a
-// writer in every fourth session, else a reader); one on the Semaphore.
+// writer in every fourth session, else a reader); one on the Semaphore;
+// and in two sessions one on the solo Mutex, which takes it in bursts
+// with idle times between, so that it is mostly alone (see soloCounts).
 func (c *contention) workers() ([]*worker, error) {
 	var ws []*worker
 	for _, s := range c.sessions {
@@ -106,6 +125,15 @@ func (c *contention) workers() ([]*worker, error) {
 			leaseRecipe(sem, resource("semaphore")),
 		} {
 			ws = append(ws, c.worker(s, r))
+		}
+		if isSolo(s.idx) {
+			m, err := zklock.NewMutex(s.client, soloPath)
+			if err != nil {
+				return nil, err
+			}
+			w := c.worker(s, holdRecipe(kindSolo, m.Lock, resource("solo")))
+			w.idle = 4
+			ws = append(ws, w)
 		}
 	}
 	return ws, nil
@@ -152,7 +180,7 @@ func (c *contention) makeResources() error {
 	if err := zktest.DeleteTree(c.admin, root); err != nil {
 		return err
 	}
-	for _, p := range []string{root, resource("mutex"), resource("rwlock"), resource("semaphore"), resource("election")} {
+	for _, p := range []string{root, resource("mutex"), resource("rwlock"), resource("semaphore"), resource("election"), resource("solo")} {
 		if _, err := c.admin.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 			return fmt.Errorf("create %s: %w", p, err)
 		}
@@ -181,6 +209,11 @@ func (c *contention) contend(ctx context.Context, m *monkey) error {
 	if c.cfg.noFaults {
 		<-wctx.Done()
 	} else {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.reap(wctx, rand.New(rand.NewPCG(c.cfg.seed, 1)))
+		}()
 		monkeyErr = m.run(wctx)
 	}
 	stop()
@@ -195,6 +228,19 @@ func (c *contention) contend(ctx context.Context, m *monkey) error {
 		return errors.Join(monkeyErr, errors.New("workers did not stop within ten session timeouts"))
 	}
 	return monkeyErr
+}
+
+// reap deletes the solo Mutex's parent whenever it finds it empty, at
+// random times until ctx ends, as ZooKeeper's container reaper would,
+// only more often: the solo path must then notice that the parent is a new
+// one, whose sequence numbers start again.
+func (c *contention) reap(ctx context.Context, rnd *rand.Rand) {
+	for ctx.Err() == nil {
+		pause(ctx, 100*time.Millisecond+time.Duration(rnd.Int64N(int64(time.Second))))
+		if c.admin.Delete(soloPath, -1) == nil {
+			c.solo.reaps.Add(1)
+		}
+	}
 }
 
 // closeSessions closes every client and proxy.

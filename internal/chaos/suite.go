@@ -98,6 +98,7 @@ func (c *contention) run(ctx context.Context, rep *report) error {
 	rep.verdict = c.j.check(c.cfg.maxLeases)
 	rep.notes = c.j.notes
 	rep.stats(&c.st)
+	rep.soloGrants, rep.soloReaps = c.solo.grants.Load(), c.solo.reaps.Load()
 	return err
 }
 

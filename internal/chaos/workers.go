@@ -101,11 +101,15 @@ type worker struct {
 	long    int           // one section in long is long (0: none)
 	patient time.Duration // acquire time limit
 	notice  time.Duration // how long a hold whose node is gone may take to learn it
+	idle    int           // after one section in idle, stay idle up to 20 short sections (0: never)
 }
 
 func (w *worker) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		w.once(ctx)
+		if w.idle > 0 && w.rnd.IntN(w.idle) == 0 {
+			pause(ctx, time.Duration(w.rnd.Int64N(int64(20*w.maxHold))))
+		}
 	}
 }
 

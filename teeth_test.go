@@ -14,10 +14,12 @@ import (
 	"github.com/zklock/zklock/internal/zktest"
 )
 
-// electionTeeth pairs each election fault test with the deliberately
-// broken variants of the library (mutant.go) that it must catch: each is a
-// naive handling of the Curator bug the test is named after.
-var electionTeeth = []struct {
+// faultTeeth pairs each fault test of the election and of the lock's solo
+// path with the deliberately broken variants of the library (mutant.go)
+// that it must catch: for the election, each is a naive handling of the
+// Curator bug the test is named after; for the solo path, each drops one
+// condition of its proof (solo.go).
+var faultTeeth = []struct {
 	test    string
 	mutants []teethMutant
 }{
@@ -39,6 +41,18 @@ var electionTeeth = []struct {
 	// CURATOR-518/671: Selector.Run stops after a lost term.
 	{"TestIntegration_SelectorRequeues", []teethMutant{
 		{"norequeue", `only "b" within`}}},
+	// The solo path trusts the parent's watch after it fired, any
+	// sequence number, or a last node that still stands.
+	{"TestIntegration_SoloParentRecreated", []teethMutant{
+		{"soloblind", "the other participant holds the lock"}}},
+	{"TestIntegration_SoloOtherHolderIsListed", []teethMutant{
+		{"solonoseq", "the other participant holds the lock"}}},
+	{"TestIntegration_SoloSameMutexWaits", []teethMutant{
+		{"solostanding", "the first hold stands"}}},
+	// And a watch on another parent, or set on another connection.
+	{"TestSoloProof", []teethMutant{
+		{"soloczxid", "the watch is on another parent"},
+		{"soloanyconn", "the watch was set on an earlier connection"}}},
 }
 
 // teethMutant is a broken variant (its ZKLOCK_MUTANT name) and a text that
@@ -47,16 +61,16 @@ type teethMutant struct {
 	name, want string
 }
 
-// TestElectionTeeth proves that the election fault tests fail on a naive
-// implementation. It builds this package's tests with the zklock_mutant
+// TestFaultTeeth proves that the election's and the solo path's fault
+// tests fail on a naive implementation. It builds this package's tests with the zklock_mutant
 // tag, runs them once without a mutant (they must pass, so that a failure
 // below is the mutant's doing), and then runs each test with each of its
 // mutants: the test must fail, with the expected message. The runs use this
 // binary's shared ZooKeeper; each test runs in one process at a time, since
 // its znodes are named after it.
-func TestElectionTeeth(t *testing.T) {
+func TestFaultTeeth(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and runs the election fault tests again, against broken variants")
+		t.Skip("builds and runs the election and solo fault tests again, against broken variants")
 	}
 	bin := filepath.Join(t.TempDir(), "zklock-mutant.test")
 	build, err := exec.Command("go", "test", "-c", "-tags", "zklock_mutant", "-o", bin, ".").CombinedOutput()
@@ -64,13 +78,13 @@ func TestElectionTeeth(t *testing.T) {
 	servers := strings.Join(zktest.Shared(t).Servers(), ",")
 
 	var all []string
-	for _, tc := range electionTeeth {
+	for _, tc := range faultTeeth {
 		all = append(all, tc.test)
 	}
 	out, err := runMutantTests(bin, servers, "", all...)
 	require.NoError(t, err, "without a mutant, the tests must pass:\n%s", out)
 
-	for _, tc := range electionTeeth {
+	for _, tc := range faultTeeth {
 		t.Run(tc.test, func(t *testing.T) {
 			t.Parallel()
 			for _, m := range tc.mutants {
