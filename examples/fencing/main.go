@@ -110,7 +110,7 @@ func play(ctx context.Context, out io.Writer, alice, bob *session, faults *zktes
 		return err
 	}
 	fmt.Fprintf(out, "alice: holds the lock, fencing token %d\n", aliceToken)
-	if err := report(out, "alice", fencedWrite(alice.c.Conn(), aliceToken, "alice-1")); err != nil {
+	if err := report(out, "alice", fencedWrite(ctx, alice.c.Conn(), aliceToken, "alice-1")); err != nil {
 		return err
 	}
 
@@ -126,7 +126,7 @@ func play(ctx context.Context, out io.Writer, alice, bob *session, faults *zktes
 		return err
 	}
 	fmt.Fprintf(out, "bob:   holds the lock once alice's session expired, fencing token %d\n", bobToken)
-	if err := report(out, "bob", fencedWrite(bob.c.Conn(), bobToken, "bob-1")); err != nil {
+	if err := report(out, "bob", fencedWrite(ctx, bob.c.Conn(), bobToken, "bob-1")); err != nil {
 		return err
 	}
 
@@ -158,7 +158,7 @@ func staleWrites(ctx context.Context, out io.Writer, alice *session, hold *zkloc
 		return fmt.Errorf("alice's guarded write: want ErrLockLost, got %w", err)
 	}
 	fmt.Fprintf(out, "alice: guarded write (Hold.Multi: check on her lock node + set) REJECTED, lock lost: %v\n", err)
-	err = fencedWrite(alice.c.Conn(), token, "alice-2")
+	err = fencedWrite(ctx, alice.c.Conn(), token, "alice-2")
 	if !errors.Is(err, errStale) {
 		return fmt.Errorf("VIOLATED: alice's write with token %d: want a rejection, got %v", token, err)
 	}

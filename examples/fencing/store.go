@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -13,8 +15,27 @@ var errStale = errors.New("stale fencing token")
 
 // fencedWrite is the store's side of fencing: it accepts value only with a
 // token at least as new as the last one it accepted, in a compare-and-set
-// on the store node's version.
-func fencedWrite(conn *zk.Conn, token int64, value string) error {
+// on the store node's version. Like any store client, it tries again when
+// the connection fails under it (alice's session has only just come back),
+// until ctx ends: a write the network dropped is neither accepted nor
+// rejected.
+func fencedWrite(ctx context.Context, conn *zk.Conn, token int64, value string) error {
+	for {
+		err := casWrite(conn, token, value)
+		if !errors.Is(err, zk.ErrNoServer) && !errors.Is(err, zk.ErrConnectionClosed) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("write %q with token %d: %w (last: %w)", value, token, ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// casWrite is one try of fencedWrite: it retries only a lost race with
+// another writer.
+func casWrite(conn *zk.Conn, token int64, value string) error {
 	for {
 		data, stat, err := conn.Get(storePath)
 		if err != nil {
