@@ -37,6 +37,7 @@ type Client struct {
 	zkEvents <-chan zk.Event // conn's event channel; closed when conn's goroutines end
 	queue    *eventQueue     // session events from the zk callback (Connect only)
 	dials    *dialWatch      // go-zookeeper's dials to the servers (Connect only)
+	sockets  *sockets        // the connections our dialer opened (Connect only)
 	closing  chan struct{}   // closed by Close, or when a wrapped conn is closed
 	watches  watchSet
 	deletes  recentDeletes // checked again after a reconnect
@@ -91,9 +92,10 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 	c.ownsConn = true
 	c.queue = newEventQueue()
 	c.dials = newDialWatch(c.log)
+	c.sockets = &sockets{open: make(map[*socket]struct{})}
 	// Ours come last: the Client must see every session event. The host
-	// provider comes first, so that one of the caller's wins.
-	zkOpts := append([]func(*zk.Conn){func(zc *zk.Conn) { zk.WithHostProvider(c.dials)(zc) }}, o.zkOpts...)
+	// provider and the dialer come first, so that one of the caller's wins.
+	zkOpts := append([]func(*zk.Conn){func(zc *zk.Conn) { zk.WithHostProvider(c.dials)(zc) }, zk.WithDialer(c.sockets.dial)}, o.zkOpts...)
 	zkOpts = append(zkOpts, zk.WithEventCallback(c.dials.event(c.queue.push)), zk.WithLogger(zkLogger{c}))
 	conn, events, err := zk.Connect(addrs, o.sessionTimeout, convertOpts(zk.WithLogInfo(true), zkOpts)...)
 	if err != nil {
@@ -274,6 +276,12 @@ func (c *Client) zero() bool { return c == nil || c.closing == nil }
 // Client's lock nodes, closes the connection if Connect opened it, and waits
 // for the Client's goroutines. It is idempotent and always returns nil.
 //
+// A connection that Connect opened ends its session with the server. If
+// it is still in its handshake with a server that does not answer, Close
+// cuts it within about a second and a half (go-zookeeper's own close
+// waits a second), not after go-zookeeper's ten read timeouts; unless the
+// connection came from a dialer of the caller's (zk.WithDialer).
+//
 // On a connection the Client does not own (NewClient), the session, and
 // with it the nodes, outlive the Client. So Close sees every pending delete
 // through: it retries each until the node is deleted or gone, the session
@@ -301,20 +309,85 @@ func (c *Client) Close() error {
 		}
 		c.wg.Wait()
 		if c.ownsConn && c.zkEvents != nil {
-			// Wait for go-zookeeper's own goroutines: it closes the event
-			// channel when they are done.
-			t := time.NewTimer(10 * time.Second)
-			defer t.Stop()
-			for open := true; open; {
-				select {
-				case _, open = <-c.zkEvents:
-				case <-t.C:
-					open = false
-				}
-			}
+			c.awaitConnGone()
 		}
 	})
 	return nil
+}
+
+// closeGrace is how long Close lets go-zookeeper end a connection on its
+// own before closing the socket under it.
+const closeGrace = 500 * time.Millisecond
+
+// awaitConnGone waits, for at most ten seconds, for go-zookeeper's own
+// goroutines to end: it closes the event channel when they are done. A
+// connection still in its handshake with a server that does not answer
+// would keep them for ten read timeouts, so after closeGrace the sockets
+// our dialer opened are closed (a dialer of the caller's is left alone).
+func (c *Client) awaitConnGone() {
+	grace := time.NewTimer(closeGrace)
+	defer grace.Stop()
+	limit := time.NewTimer(10 * time.Second)
+	defer limit.Stop()
+	for open := true; open; {
+		select {
+		case _, open = <-c.zkEvents:
+		case <-grace.C:
+			c.sockets.closeAll()
+		case <-limit.C:
+			open = false
+		}
+	}
+}
+
+// sockets is the dialer of a connection that Connect opens: go-zookeeper's
+// own (net.DialTimeout), except that it keeps what it opened, for Close.
+type sockets struct {
+	mu     sync.Mutex
+	open   map[*socket]struct{}
+	closed bool // closeAll was called: no more dials
+}
+
+// socket is a connection that sockets opened; closing it forgets it.
+type socket struct {
+	net.Conn
+	s *sockets
+}
+
+// dial is a zk.Dialer.
+func (s *sockets) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	conn, err := net.DialTimeout(network, address, timeout)
+	if err != nil {
+		return nil, err
+	}
+	sk := &socket{Conn: conn, s: s}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		conn.Close()
+		return nil, net.ErrClosed
+	}
+	s.open[sk] = struct{}{}
+	return sk, nil
+}
+
+// closeAll closes every socket still open, and any dialed later.
+func (s *sockets) closeAll() {
+	s.mu.Lock()
+	open := s.open
+	s.open, s.closed = nil, true
+	s.mu.Unlock()
+	for sk := range open {
+		sk.Conn.Close()
+	}
+}
+
+// Close closes the socket and forgets it.
+func (sk *socket) Close() error {
+	sk.s.mu.Lock()
+	delete(sk.s.open, sk)
+	sk.s.mu.Unlock()
+	return sk.Conn.Close()
 }
 
 // closeBoundLocked is how long after Close the Client keeps deleting its
