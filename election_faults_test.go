@@ -261,7 +261,13 @@ func TestIntegration_ElectionLostCreateReply(t *testing.T) {
 	default:
 	}
 	require.NoError(t, leader.Release())
-	got := await(t, a, 10*time.Second)
+	var got campaigned
+	select {
+	case got = <-a:
+	case <-time.After(10 * time.Second):
+		// A second create would leave the first node, unseen, ahead of it.
+		t.Fatalf("a does not lead once the leader resigned: %d creates, children %v", f.creates.Load(), e.children(p))
+	}
 	require.NoError(t, got.err)
 	requireOwned(t, e, ca, got.hd)
 	assert.EqualValues(t, 1, f.creates.Load(), "the create lost its reply, and the engine found its node: no second create")

@@ -38,6 +38,10 @@ var faultTeeth = []struct {
 	// prefix after a lost reply, is adopted.
 	{"TestIntegration_ProtectedCreateFindsOtherSessionsNode", []teethMutant{
 		{"dyingnode", "the other session's node was deleted"}}},
+	// CURATOR-498 too: a create whose reply was lost is sent again instead
+	// of finding its node, which then stands unseen before the new one.
+	{"TestIntegration_ElectionLostCreateReply", []teethMutant{
+		{"noprotect", "a does not lead once the leader resigned: 2 creates"}}},
 	// CURATOR-518/671: Selector.Run stops after a lost term.
 	{"TestIntegration_SelectorRequeues", []teethMutant{
 		{"norequeue", `only "b" within`}}},
