@@ -308,13 +308,13 @@ func (c *countConn) Multi(ops ...any) ([]zk.MultiResponse, error) {
 	return c.ZKConn.Multi(ops...)
 }
 
-// countingClient connects a Client whose requests cc counts.
-func (e *env) countingClient() (*zklock.Client, *countConn) {
+// countingClient connects a Client, with opts, whose requests cc counts.
+func (e *env) countingClient(opts ...zklock.Option) (*zklock.Client, *countConn) {
 	cc := &countConn{n: map[string]int{}}
-	c := e.client(zklock.WithConnWrapper(func(real zklock.ZKConn) zklock.ZKConn {
+	c := e.client(append(opts, zklock.WithConnWrapper(func(real zklock.ZKConn) zklock.ZKConn {
 		cc.ZKConn = real
 		return cc
-	}))
+	}))...)
 	return c, cc
 }
 

@@ -175,11 +175,9 @@ func TestIntegration_SoloReconnectLists(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	faults := zktest.NewFaultsT(t, e.servers)
-	cc := &countConn{n: map[string]int{}}
-	c := e.client(
+	c, cc := e.countingClient(
 		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
 		zklock.WithErrorPolicy(zklock.SessionPolicy),
-		zklock.WithConnWrapper(func(real zklock.ZKConn) zklock.ZKConn { cc.ZKConn = real; return cc }),
 	)
 	states := make(chan zklock.ConnectionState, 100)
 	defer c.Listen(func(s zklock.ConnectionState) { states <- s })()
