@@ -74,9 +74,9 @@ bench: deps
 # Semaphore of a 3-node ensemble, four of them on an Election instead of
 # the Mutex, two also on a solo Mutex, mostly alone, whose empty parent is
 # deleted again and again, while servers are killed and partitioned and
-# sessions paused and cut, at random and aimed at current holders and leaders (some of
-# which hold for one to two session timeouts) and at the next in the
-# Mutex's or the Election's line; a checker then looks for two sections
+# sessions paused and cut, at random and aimed at current holders and
+# leaders (some of which hold for one to two session timeouts) and at the
+# next in the Mutex's or the Election's line; a checker then looks for two sections
 # that believed they held (or led) at once, losses told too late, tokens
 # going back, stale writes accepted, orphan nodes and leaked goroutines.
 # The report says what each kind of fault hit: a holder, a waiter or an
