@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +42,7 @@ type Client struct {
 	closing  chan struct{}   // closed by Close, or when a wrapped conn is closed
 	watches  watchSet
 	deletes  recentDeletes // checked again after a reconnect
+	lives    liveTable     // holds that stand, per lock
 	obs      *observer     // nil without WithObserver
 
 	closeOnce   sync.Once
@@ -66,7 +68,8 @@ type Client struct {
 // connect timeout, for a session. On failure it returns an error and leaves
 // no connection open.
 //
-// Each entry of servers is "host:port" or "host" (port 2181), or several
+// Each entry of servers is "host:port" or "host" (port 2181; an IPv6
+// address in brackets, as "[::1]:2181" or "[::1]"), or several
 // of them separated by commas, as in a Curator connect string
 // ("zk1:2181,zk2:2181"). An empty list or an empty entry is refused with
 // ErrInvalidArgument, and so is a chroot suffix ("zk1:2181/app"): use
@@ -181,10 +184,12 @@ func parseServer(a string) (string, error) {
 	}
 	host, port, err := net.SplitHostPort(a)
 	if err != nil {
-		if strings.Contains(a, ":") {
+		host, port = a, strconv.Itoa(zk.DefaultPort)
+		if ip, ok := bracketedIPv6(a); ok {
+			host = ip // "[::1]": an IPv6 host without a port
+		} else if strings.ContainsAny(a, ":[]") {
 			return "", fmt.Errorf("address %q: want host:port (an IPv6 address in brackets)", a)
 		}
-		host, port = a, strconv.Itoa(zk.DefaultPort)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return "", fmt.Errorf("address %q: bad port %q", a, port)
@@ -193,6 +198,17 @@ func parseServer(a string) (string, error) {
 		return "", fmt.Errorf("address %q: no host", a)
 	}
 	return net.JoinHostPort(host, port), nil
+}
+
+// bracketedIPv6 returns the IPv6 address inside a, if a is one in
+// brackets, such as "[::1]" or "[fe80::1%eth0]".
+func bracketedIPv6(a string) (string, bool) {
+	inner, ok := strings.CutPrefix(a, "[")
+	if inner, ok = strings.CutSuffix(inner, "]"); !ok {
+		return "", false
+	}
+	ip, err := netip.ParseAddr(inner)
+	return inner, err == nil && ip.Is6()
 }
 
 // NewClient wraps an existing connection. events must be the channel that

@@ -167,7 +167,9 @@ func (hd *Hold) Path() string {
 // Bind returns a context that carries the hold, as [Hold.Context] does,
 // and ends as soon as either ctx or the hold ends: with ctx's cause when
 // ctx ends first, with the hold's (ErrReleased, or an error wrapping
-// ErrLockLost) when the hold ends first. It has ctx's values and deadline.
+// ErrLockLost) when the hold ends first. It carries the holds that ctx
+// carries as well as this one (an acquire with it re-enters any of them),
+// and has ctx's other values and its deadline.
 // This is the context to do the hold's work under, such as an HTTP
 // handler's: it stops when the client goes away and when the lock is lost.
 // Call cancel when the work is done, to release what Bind set up.
@@ -243,7 +245,7 @@ type hold struct {
 	parts  []*hold                 // a hold of other holds: theirs, nil if one is not this package's
 	ctx    context.Context         // carries the hold; cancelled when it ends
 	cancel context.CancelCauseFunc // ends ctx
-	live   *atomic.Int32           // the owner's count of live holds
+	live   liveCounter             // the owner's count of live holds
 	free   func() error            // gives up what the hold owns; run once
 
 	freeOnce sync.Once
@@ -283,15 +285,60 @@ func keyOf(owner any) any {
 	return owner
 }
 
+// liveCounter counts the holds of one owner that stand: an
+// *atomic.Int32 of the owner's own, or a lock's count in its Client's
+// table (lockCount).
+type liveCounter interface {
+	Add(delta int32) int32
+	Load() int32
+}
+
+// liveTable counts, per lock of a Client (by lockID), the holds that
+// stand, so that every value of one lock (Mutexes of one path and Client,
+// say) sees the holds taken through any of them, as it re-enters them.
+type liveTable struct {
+	mu sync.Mutex
+	n  map[lockID]int32 // guarded by mu; no zero entries
+}
+
+// lockCount is one lock's count in its Client's liveTable.
+type lockCount struct {
+	t   *liveTable
+	key lockID
+}
+
+// Add adds delta to the lock's count and returns the new count.
+func (lc lockCount) Add(delta int32) int32 {
+	lc.t.mu.Lock()
+	defer lc.t.mu.Unlock()
+	n := lc.t.n[lc.key] + delta
+	if n <= 0 {
+		delete(lc.t.n, lc.key) // the table holds only locks held
+	} else {
+		if lc.t.n == nil {
+			lc.t.n = make(map[lockID]int32)
+		}
+		lc.t.n[lc.key] = n
+	}
+	return n
+}
+
+// Load returns the lock's count.
+func (lc lockCount) Load() int32 {
+	lc.t.mu.Lock()
+	defer lc.t.mu.Unlock()
+	return lc.t.n[lc.key]
+}
+
 // holdSpec says what a new hold is.
 type holdSpec struct {
-	key   any           // finds the hold in its context; nil for none
-	name  string        // names the hold in errors, such as "lock /a"
-	path  string        // the lock's base path, for events
-	node  *lockNode     // nil for a hold of other holds
-	parts []*hold       // a hold of other holds: theirs, nil if one is foreign
-	live  *atomic.Int32 // the owner's count of live holds
-	free  func() error  // nil: delete node
+	key   any          // finds the hold in its context; nil for none
+	name  string       // names the hold in errors, such as "lock /a"
+	path  string       // the lock's base path, for events
+	node  *lockNode    // nil for a hold of other holds
+	parts []*hold      // a hold of other holds: theirs, nil if one is foreign
+	live  liveCounter  // the owner's count of live holds
+	free  func() error // nil: delete node
 }
 
 // newHold returns a live hold with one Release owed. Its context keeps the

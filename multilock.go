@@ -110,7 +110,10 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 	}
 	var member []context.Context
 	parts := make([]*hold, 0, len(ml.locks))
-	var carrier context.Context = ctx // ctx's cancellation, the holds' values
+	// carrier has ctx's cancellation and values, and the holds of ctx and
+	// of every member taken so far: a member that re-enters returns its
+	// own hold's context, which carries no other member's.
+	var carrier context.Context = ctx
 	for i, l := range ml.locks {
 		mctx, err := take(l, carrier)
 		if err != nil {
@@ -124,7 +127,7 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 				parts = nil
 			}
 		}
-		carrier = valuesFrom{ctx, mctx}
+		carrier = valuesFrom{carrier, mctx}
 	}
 	var stops []func() bool
 	free := func() error {
@@ -133,7 +136,7 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 		}
 		return ml.releaseMembers(member)
 	}
-	h := newHold(nil, valuesFrom{ctx, carrier}, holdSpec{key: holdKey{ml}, name: "multi-lock", parts: parts, live: &ml.live, free: free})
+	h := newHold(nil, carrier, holdSpec{key: holdKey{ml}, name: "multi-lock", parts: parts, live: &ml.live, free: free})
 	for _, mctx := range member {
 		// A member lost is the MultiLock lost: the other members are
 		// released at once, so they block no one.
@@ -243,18 +246,31 @@ func (ml *MultiLock) releaseMembers(member []context.Context) error {
 }
 
 // valuesFrom is a context with the cancellation and deadline of its
-// embedded context and the values of another.
+// embedded context, and the holds of both: it is the one type that merges
+// two contexts (a hold's and a caller's in Bind, a MultiLock's members').
 type valuesFrom struct {
 	context.Context
 	values context.Context
 }
 
-// Value answers the holds' keys from values, and every other key (the
-// caller's values, and the context package's own, which context.Cause
-// uses) from the embedded context.
+// Value answers a hold's key from both contexts: a live hold, from values
+// first, then from the embedded context; else an ended hold, in the same
+// order (which a lookup reports as ended); else nil. So neither side's
+// holds are dropped, and a live hold is never hidden by an ended one of
+// the same lock. Every other key (the caller's values, and the context
+// package's own, which context.Cause uses) is answered by the embedded
+// context.
 func (v valuesFrom) Value(key any) any {
-	if _, ok := key.(holdKey); ok {
-		return v.values.Value(key)
+	if _, ok := key.(holdKey); !ok {
+		return v.Context.Value(key)
 	}
-	return v.Context.Value(key)
+	first := v.values.Value(key)
+	if h, _ := first.(*hold); first != nil && h.isLive() {
+		return first
+	}
+	second := v.Context.Value(key)
+	if h, _ := second.(*hold); first == nil || second != nil && h.isLive() {
+		return second
+	}
+	return first
 }

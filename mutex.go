@@ -4,7 +4,6 @@ import (
 	"context"
 	"path"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -53,7 +52,7 @@ type Mutex struct {
 	data  []byte        // node data
 	rules sideRules     // a read/write lock's rules for this side; zero for a plain Mutex
 
-	live atomic.Int32 // holds that stand (neither released nor lost)
+	live liveCounter // holds of the lock that stand, through any Mutex of it (its lockCount); a Selector's own
 
 	mu     sync.Mutex   // protects revoke
 	revoke func(*Mutex) // revocation callback, nil if not revocable
@@ -93,12 +92,14 @@ func newMutex(c *Client, path, lockName string, maxLeases int, o lockOptions) (*
 	if o.driver == nil {
 		o.driver = StandardDriver{}
 	}
-	return &Mutex{
+	m := &Mutex{
 		c:    c,
 		path: path,
 		li:   lockInternals{c: c, basePath: c.fullPath(path), lockName: lockName, driver: o.driver, maxLeases: maxLeases, solo: &solo{}},
 		data: data,
-	}, nil
+	}
+	m.live = lockCount{&c.lives, lockID{c, m.li.basePath, lockName}}
+	return m, nil
 }
 
 // Lock is Acquire returning the hold as a [Hold]: release it with
@@ -166,7 +167,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 	if err != nil {
 		return nil, opErr(ctx, "acquire", m.path, err)
 	}
-	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: "lock " + m.path, path: m.path, node: node, live: &m.live})
+	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: "lock " + m.path, path: m.path, node: node, live: m.live})
 	if !h.watch(snap, req.onRevoke) {
 		return nil, opErr(ctx, "acquire", m.path, ErrClosed)
 	}
@@ -211,9 +212,11 @@ func (m *Mutex) Release(ctx context.Context) error {
 	return h.release(m.path)
 }
 
-// IsAcquiredInThisProcess reports whether any context holds m.
+// IsAcquiredInThisProcess reports whether any context holds the lock,
+// through m or through another Mutex of the same Client and path (the
+// holds belong to the lock).
 func (m *Mutex) IsAcquiredInThisProcess() bool {
-	return m != nil && m.live.Load() > 0
+	return m != nil && m.live != nil && m.live.Load() > 0
 }
 
 // IsOwnedBy reports whether ctx carries a live hold of m.

@@ -3,6 +3,7 @@ package zklock
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -48,6 +49,7 @@ func NewSelector(c *Client, path, id string, opts ...LockOption) (*Selector, err
 	if err != nil {
 		return nil, err
 	}
+	m.live = new(atomic.Int32) // IsLeader counts this Selector's terms only
 	return &Selector{m: m, id: id}, nil
 }
 

@@ -38,7 +38,7 @@ type Semaphore struct {
 	data      []byte        // lease node data
 	lock      lockInternals // the internal lock at path/locks
 
-	live atomic.Int32 // leases that stand
+	live liveCounter // leases that stand: the Semaphore's own count, or a SemaphoreMutex's lockCount
 }
 
 // Lease is one lease of a Semaphore: a hold of one lease node, with the
@@ -81,6 +81,7 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 		data:      data,
 		lock: lockInternals{c: c, basePath: c.fullPath(pathpkg.Join(path, "locks")),
 			lockName: "lock-", driver: StandardDriver{}, maxLeases: 1},
+		live: new(atomic.Int32),
 	}, nil
 }
 
@@ -321,7 +322,7 @@ func (s *Semaphore) verdict(l leaseListing, nodes []*lockNode) (verdict, bool) {
 func (s *Semaphore) grant(ctx context.Context, nodes []*lockNode, snap snapshot) ([]*Lease, error) {
 	leases := make([]*Lease, 0, len(nodes))
 	for i, nd := range nodes {
-		h := newHold(s.c, ctx, holdSpec{name: "lease " + s.c.relPath(nd.path), path: s.path, node: nd, live: &s.live})
+		h := newHold(s.c, ctx, holdSpec{name: "lease " + s.c.relPath(nd.path), path: s.path, node: nd, live: s.live})
 		if !h.watch(snap, nil) { // the Client is closing; h is lost
 			deleteNodes(s.c, nodes[i+1:])
 			return nil, errors.Join(ErrClosed, s.ReturnAll(leases))

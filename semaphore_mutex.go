@@ -35,6 +35,7 @@ func NewSemaphoreMutex(c *Client, path string, opts ...LockOption) (*SemaphoreMu
 	if err != nil {
 		return nil, err
 	}
+	s.live = lockCount{&c.lives, lockID{c, s.leases, ""}} // holds belong to the lock
 	return &SemaphoreMutex{s: s}, nil
 }
 
@@ -107,7 +108,8 @@ func (m *SemaphoreMutex) Release(ctx context.Context) error {
 	return h.release(m.s.path)
 }
 
-// IsAcquiredInThisProcess reports whether the lock is held through m.
+// IsAcquiredInThisProcess reports whether the lock is held, through m or
+// through another SemaphoreMutex of the same Client and path.
 func (m *SemaphoreMutex) IsAcquiredInThisProcess() bool {
 	return m != nil && m.s != nil && m.s.live.Load() > 0
 }

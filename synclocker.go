@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -22,13 +23,17 @@ import (
 //     StandardPolicy, an expired session, a deleted node): the code
 //     between Lock and Unlock runs on regardless. Use it only where that
 //     is acceptable, or guard writes with a fencing token from a [Hold].
-//   - Unlock of a lost hold reports nothing (the loss is logged at Warn,
-//     as every loss is). Unlock with no hold taken panics, as
-//     sync.Mutex's does.
+//   - Unlock cannot say which Lock it ends, since a sync.Locker has no
+//     owner. It releases a hold that has already ended (lost) if there is
+//     one, else the oldest hold taken: so a late Unlock from a goroutine
+//     whose hold was lost, while another goroutine has been granted the
+//     lock since, never ends that live hold. Unlock of a lost hold
+//     reports nothing (the loss is logged at Warn, as every loss is).
+//     Unlock with no hold taken panics, as sync.Mutex's does.
 //
 // The Locker is safe for concurrent use. Over the read side of a
 // [ReadWriteLock] several Locks may hold at once; each Unlock releases
-// one of them.
+// one of them, by the same rule.
 func NewSyncLocker(l Locker) sync.Locker {
 	return &syncLocker{l: l}
 }
@@ -63,16 +68,18 @@ func (s *syncLocker) Lock() {
 	}
 }
 
-// Unlock releases a hold that Lock took; see NewSyncLocker.
+// Unlock releases a hold that Lock took: an ended one first, else the
+// oldest; see NewSyncLocker.
 func (s *syncLocker) Unlock() {
 	s.mu.Lock()
-	n := len(s.holds)
-	if n == 0 {
+	if len(s.holds) == 0 {
 		s.mu.Unlock()
 		panic("zklock: sync locker: unlock of unlocked lock")
 	}
-	hctx := s.holds[n-1]
-	s.holds = s.holds[:n-1]
+	i := slices.IndexFunc(s.holds, func(hctx context.Context) bool { return hctx.Err() != nil })
+	i = max(i, 0) // none ended: the oldest
+	hctx := s.holds[i]
+	s.holds = slices.Delete(s.holds, i, i+1)
 	s.mu.Unlock()
 	_ = s.l.Release(hctx) // a loss was logged when it happened
 }
