@@ -60,6 +60,8 @@ type Client struct {
 	suspended  time.Time              // when the last suspension began
 	losses     uint64                 // number of session losses so far
 	changed    chan struct{}          // closed and replaced at every transition
+	up         context.Context        // cancelled when the connection leaves Connected or Reconnected (see whileConnected)
+	upCancel   context.CancelCauseFunc // cancels up
 	closeBound time.Time              // set by Close: see pastCloseBound
 	listeners  map[*listener]struct{} // active Listen callbacks
 }
@@ -230,11 +232,13 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) *Client {
 		}
 		c.closingOnce.Do(func() { close(c.closing) })
 		c.state = StateClosed
+		c.setUpLocked()
 		return c
 	}
 	c.conn, c.zc, c.zkEvents = conn, conn, events
 	if conn.State() == zk.StateHasSession {
 		c.state, c.session = StateConnected, conn.SessionID()
+		c.setUpLocked() // not shared yet: no lock needed
 		// Events still buffered are history (the connect that led here);
 		// replayed, they would look like a suspension.
 	drain:
@@ -259,7 +263,7 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) *Client {
 }
 
 func newClient(o options) *Client {
-	return &Client{
+	c := &Client{
 		opts:      o,
 		log:       o.logger,
 		closing:   make(chan struct{}),
@@ -268,6 +272,9 @@ func newClient(o options) *Client {
 		listeners: make(map[*listener]struct{}),
 		watches:   watchSet{m: make(map[string]<-chan zk.Event), sweepAt: 64},
 	}
+	c.up, c.upCancel = context.WithCancelCause(context.Background())
+	c.setUpLocked()
+	return c
 }
 
 // Conn returns the underlying connection, for operations the recipes do not

@@ -15,8 +15,9 @@ var (
 	// when the context carries no hold of the lock.
 	ErrNotHeld = errors.New("zklock: lock not held by this context")
 
-	// ErrLocked is returned by TryAcquire when another participant holds the
-	// lock. TryAcquire leaves no node behind in that case.
+	// ErrLocked is returned by TryLock and TryAcquire when another
+	// participant holds the lock (or, for a Semaphore, when no lease is
+	// free). They leave no node behind in that case.
 	ErrLocked = errors.New("zklock: lock held by another participant")
 
 	// ErrLockLost is the cause of a hold context that was cancelled because
@@ -50,9 +51,11 @@ var (
 	// Acquire that was waiting when the Client was closed.
 	ErrClosed = errors.New("zklock: client closed")
 
-	// ErrNotConnected is returned by [Client.Ping] when the Client has no
-	// session it can use: before its first session, while the connection
-	// is suspended, or once the session is lost.
+	// ErrNotConnected is returned by [Client.Ping], and by TryLock and
+	// TryAcquire, when the Client has no session it can use: before its
+	// first session, while the connection is suspended, or once the
+	// session is lost. A Try that gets it does not know whether the lock
+	// is free; it leaves no node behind.
 	ErrNotConnected = errors.New("zklock: not connected")
 
 	// ErrNoLeader is returned by [Election.Leader] and [Selector.Leader]

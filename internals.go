@@ -123,13 +123,18 @@ func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (*lockNode
 	}
 	r := newRetrier(c.opts.retry)
 	for {
-		n, listed, pre, err := li.create(ctx, req)
-		if err != nil {
-			return nil, snapshot{}, closedErr(err)
+		// Queue on a session that is up: a node created while the
+		// connection is down would only wait for it, and could land in a
+		// session that replaces the current one.
+		if err := c.awaitConnected(ctx, 0, 0); err != nil && !mutant("presession") {
+			return nil, snapshot{}, err
 		}
-		snap, err := li.waitOrClean(ctx, n, req, listed, pre)
+		n, snap, err := li.createAndWait(ctx, req)
 		if err == nil {
 			return n, snap, nil
+		}
+		if n == nil {
+			return nil, snapshot{}, closedErr(err)
 		}
 		// Every exit after the create deletes the node, whatever the reason;
 		// a vanished node may be an old session's node that is still dying.
@@ -145,20 +150,74 @@ func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (*lockNode
 	}
 }
 
+// acquireTry is acquire, and for a Try, under whileConnected: a Try never
+// waits for a connection, and fails at once with an error wrapping
+// ErrNotConnected if the connection is down, or as soon as the Client
+// sees it go down, leaving no node behind.
+func (li *lockInternals) acquireTry(ctx context.Context, req acquireReq) (*lockNode, snapshot, error) {
+	if !req.try {
+		return li.acquire(ctx, req)
+	}
+	tctx, cancel, err := li.c.whileConnected(ctx)
+	if err != nil {
+		return nil, snapshot{}, err
+	}
+	defer cancel()
+	n, snap, err := li.acquire(tctx, req)
+	return n, snap, tryErr(ctx, tctx, err)
+}
+
+// createAndWait creates our node and waits until it holds the lock. On
+// failure it returns the node, if it created one, which the caller
+// deletes.
+func (li *lockInternals) createAndWait(ctx context.Context, req acquireReq) (*lockNode, snapshot, error) {
+	n, listed, pre, err := li.create(ctx, req)
+	if err != nil {
+		return n, snapshot{}, err
+	}
+	snap, err := li.waitOrClean(ctx, n, req, listed, pre)
+	return n, snap, err
+}
+
 // create queues our node, and returns a listing that shows it, for the
 // first decision, if it has one, and the Client's state from before the
 // create. A node that solo proves alone from its create's reply comes
 // with that listing, the node alone, and no listing is sent; any other
 // comes with the listing sent right behind its create (createAndList),
 // which solo records.
+//
+// The node's session is the one go-zookeeper had throughout the create,
+// else the owner ZooKeeper reports (the session changed meanwhile: the
+// create began in an outage that ended with a new session). When it is
+// not the session of pre, the state returned is taken once the Client's
+// view has the node's session, and the first decision lists anew: a node
+// recorded under the wrong session would be taken for a dead one, and
+// lose its place. On failure after the create, create returns the node
+// too, for the caller to delete.
 func (li *lockInternals) create(ctx context.Context, req acquireReq) (*lockNode, []string, snapshot, error) {
 	c := li.c
-	pre := c.snapshot()
+	pre, sid := c.snapshot(), c.zc.SessionID()
+	n, listed, err := li.createFrom(ctx, req, pre)
+	if err != nil {
+		return nil, nil, pre, err
+	}
+	if mutant("presession") { // test-only (zklock_mutant): a node is recorded under the session from before its create
+		return n, listed, pre, nil
+	}
+	if n.session, err = c.createdIn(ctx, n.path, sid); err == nil && n.session != pre.session {
+		listed = nil
+		pre, err = c.awaitSession(ctx, n.session)
+	}
+	return n, listed, pre, err
+}
+
+// createFrom is create's create, from the Client's state pre.
+func (li *lockInternals) createFrom(ctx context.Context, req acquireReq, pre snapshot) (*lockNode, []string, error) {
+	c := li.c
 	record := li.soloOK()
 	solo := record && !req.try
 	if solo && li.solo.ready(c.connEpoch()) {
-		n, listed, err := li.createAlone(ctx, req.data, pre)
-		return n, listed, pre, err
+		return li.createAlone(ctx, req.data, pre)
 	}
 	var armed <-chan struct{}
 	if solo {
@@ -166,7 +225,7 @@ func (li *lockInternals) create(ctx context.Context, req acquireReq) (*lockNode,
 	}
 	n, listed, parent, err := li.createAndList(ctx, req.data, pre)
 	if err != nil {
-		return nil, nil, pre, err
+		return nil, nil, err
 	}
 	if record {
 		li.solo.created(n.name, 0, 0)
@@ -181,7 +240,7 @@ func (li *lockInternals) create(ctx context.Context, req acquireReq) (*lockNode,
 		case <-c.closing:
 		}
 	}
-	return n, listed, pre, nil
+	return n, listed, nil
 }
 
 // createAlone creates our node alone, and returns with it the listing it

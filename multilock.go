@@ -80,7 +80,9 @@ func (ml *MultiLock) Lock(ctx context.Context) (*Hold, error) {
 	return handleOf(ml, "multi-lock", hctx, err)
 }
 
-// TryLock is Lock without waiting: ErrLocked when another holds a member.
+// TryLock is Lock without waiting: ErrLocked when another holds a member,
+// ErrNotConnected when a member's Client has no connection (see
+// [Mutex.TryLock]); it then releases what it took.
 func (ml *MultiLock) TryLock(ctx context.Context) (*Hold, error) {
 	hctx, err := ml.acquire(ctx, Locker.TryAcquire)
 	return handleOf(ml, "multi-lock", hctx, err)

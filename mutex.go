@@ -114,6 +114,13 @@ func (m *Mutex) Lock(ctx context.Context) (*Hold, error) {
 
 // TryLock is Lock without waiting: if another participant holds the lock,
 // it returns an error wrapping ErrLocked at once and leaves no node behind.
+// It never waits for the connection either: while the Client is not
+// connected (suspended, lost, or before its first session) it fails at
+// once with an error wrapping ErrNotConnected, and if the connection goes
+// down during the call it fails so as soon as the Client sees it
+// (go-zookeeper takes up to two thirds of the session timeout to notice a
+// server that went silent), leaving no node behind. A context that
+// already holds the lock re-enters, whatever the connection.
 func (m *Mutex) TryLock(ctx context.Context) (*Hold, error) {
 	hctx, err := m.acquire(ctx, true)
 	return handleOf(m, m.Path(), hctx, err)
@@ -138,7 +145,8 @@ func (m *Mutex) Acquire(ctx context.Context) (context.Context, error) {
 
 // TryAcquire is Acquire without waiting: if another participant holds the
 // lock, it returns an error wrapping ErrLocked at once and leaves no node
-// behind. A context that already holds m re-enters.
+// behind; without a connection it fails with ErrNotConnected, as
+// [Mutex.TryLock] does. A context that already holds m re-enters.
 func (m *Mutex) TryAcquire(ctx context.Context) (context.Context, error) {
 	return m.acquire(ctx, true)
 }
@@ -163,7 +171,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 	}
 	start := time.Now()
 	m.c.emit(Event{Kind: EventAcquireStarted, Path: m.path})
-	node, snap, err := m.li.acquire(ctx, req)
+	node, snap, err := m.li.acquireTry(ctx, req)
 	if err != nil {
 		return nil, opErr(ctx, "acquire", m.path, err)
 	}

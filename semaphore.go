@@ -94,7 +94,8 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 
 // TryAcquire is Acquire without waiting: if another acquirer is queued
 // or no lease is free, it returns an error wrapping ErrLocked at once and
-// leaves no node behind.
+// leaves no node behind. Without a connection it fails with an error
+// wrapping ErrNotConnected, as [Mutex.TryLock] does.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 	return oneLease(s.acquire(ctx, 1, true))
 }
@@ -172,7 +173,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 		if err := ctx.Err(); err != nil {
 			return nil, opErr(ctx, "acquire", s.path, err)
 		}
-		leases, err := s.acquireOnce(ctx, n, try)
+		leases, err := s.acquireOnceTry(ctx, n, try)
 		if !errors.Is(err, errNodeGone) {
 			if err != nil {
 				return nil, opErr(ctx, "acquire", s.path, err)
@@ -186,6 +187,21 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 			return nil, opErr(ctx, "acquire", s.path, err)
 		}
 	}
+}
+
+// acquireOnceTry is acquireOnce, and for a Try, under whileConnected (see
+// lockInternals.acquireTry).
+func (s *Semaphore) acquireOnceTry(ctx context.Context, n int, try bool) ([]*Lease, error) {
+	if !try {
+		return s.acquireOnce(ctx, n, false)
+	}
+	tctx, cancel, err := s.c.whileConnected(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	leases, err := s.acquireOnce(tctx, n, true)
+	return leases, tryErr(ctx, tctx, err)
 }
 
 // acquireOnce takes the internal lock, creates n lease nodes and waits
@@ -261,19 +277,45 @@ func (s *Semaphore) createLeases(ctx context.Context, n int) ([]*lockNode, <-cha
 				return nil, nil, ErrClosed
 			}
 		}
-		session := c.snapshot().session
+		sid := c.zc.SessionID()
 		p, err := c.createProtected(cctx, pathpkg.Join(s.leases, leaseName), s.data, zk.FlagEphemeral|zk.FlagSequence, "")
 		sent()
 		if err != nil {
 			deleteNodes(c, made)
 			return nil, nil, closedErr(err)
 		}
-		made = append(made, newLockNode(p, session))
+		made = append(made, newLockNode(p, 0))
+		if err := s.learnSession(ctx, made, sid); err != nil {
+			deleteNodes(c, made)
+			return nil, nil, err
+		}
 		if listed != nil {
 			return made, listed, nil
 		}
 	}
 	return made, nil, nil
+}
+
+// learnSession learns the session of the last of made, created after
+// the others in the session go-zookeeper had when its create began (see
+// lockInternals.create), and waits until the Client's view has that
+// session, so that the wait decides on states of it. Lease nodes of two
+// sessions are errNodeGone: the earlier session's are gone.
+func (s *Semaphore) learnSession(ctx context.Context, made []*lockNode, sid int64) error {
+	c := s.c
+	nd := made[len(made)-1]
+	session, err := c.createdIn(ctx, nd.path, sid)
+	if err != nil {
+		return err
+	}
+	nd.session = session
+	if made[0].session != session {
+		return errNodeGone
+	}
+	if c.snapshot().session != session {
+		_, err = c.awaitSession(ctx, session)
+	}
+	return err
 }
 
 // listLeases lists the leases once, with a watch.

@@ -47,7 +47,8 @@ func (m *SemaphoreMutex) Acquire(ctx context.Context) (context.Context, error) {
 	return m.acquire(ctx, false)
 }
 
-// TryAcquire is Acquire without waiting: ErrLocked when another holds it.
+// TryAcquire is Acquire without waiting: ErrLocked when another holds it,
+// ErrNotConnected without a connection (see [Mutex.TryLock]).
 func (m *SemaphoreMutex) TryAcquire(ctx context.Context) (context.Context, error) {
 	return m.acquire(ctx, true)
 }
@@ -77,7 +78,8 @@ func (m *SemaphoreMutex) Lock(ctx context.Context) (*Hold, error) {
 	return handleOf(m, m.path(), hctx, err)
 }
 
-// TryLock is Lock without waiting: ErrLocked when another holds it.
+// TryLock is Lock without waiting: ErrLocked when another holds it,
+// ErrNotConnected without a connection (see [Mutex.TryLock]).
 func (m *SemaphoreMutex) TryLock(ctx context.Context) (*Hold, error) {
 	hctx, err := m.acquire(ctx, true)
 	return handleOf(m, m.path(), hctx, err)

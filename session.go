@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -125,17 +126,76 @@ func (c *Client) Ping(ctx context.Context) error {
 func (c *Client) notConnected() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case c.state == StateClosed:
-		return wrapf(ErrClosed, "ping")
-	case c.state == StateLost:
-		return errorf(ErrNotConnected, "ping: session 0x%x lost", c.session)
-	case c.state == StateSuspended && c.beforeFirstSessionLocked():
-		return errorf(ErrNotConnected, "ping: no session yet")
-	case c.state == StateSuspended:
-		return errorf(ErrNotConnected, "ping: connection suspended for %v", time.Since(c.suspended).Round(time.Millisecond))
+	err := c.notConnectedLocked()
+	if c.state == StateSuspended && !c.beforeFirstSessionLocked() {
+		err = errorf(ErrNotConnected, "connection suspended for %v", time.Since(c.suspended).Round(time.Millisecond))
+	}
+	if err != nil {
+		return wrapf(err, "ping")
 	}
 	return nil
+}
+
+// notConnectedLocked returns why the Client has no usable session, or
+// nil; c.mu must be held.
+func (c *Client) notConnectedLocked() error {
+	switch {
+	case c.state == StateClosed:
+		return ErrClosed
+	case c.state == StateLost:
+		return errorf(ErrNotConnected, "session 0x%x lost", c.session)
+	case c.state == StateSuspended && c.beforeFirstSessionLocked():
+		return errorf(ErrNotConnected, "no session yet")
+	case c.state == StateSuspended:
+		return errorf(ErrNotConnected, "connection suspended")
+	}
+	return nil
+}
+
+// setUpLocked keeps c.up in step with the state: a live context while
+// the connection is up (Connected or Reconnected), cancelled with why it
+// is not otherwise. c.mu must be held (or c not yet shared).
+func (c *Client) setUpLocked() {
+	if c.state == StateConnected || c.state == StateReconnected {
+		if c.up.Err() != nil {
+			c.up, c.upCancel = context.WithCancelCause(context.Background())
+		}
+		return
+	}
+	c.upCancel(c.notConnectedLocked())
+}
+
+// whileConnected returns a context derived from ctx that is also
+// cancelled, with a cause wrapping ErrNotConnected (or ErrClosed), as soon
+// as the connection is no longer up; or, if it is not up now, that cause
+// at once. A Try acquire runs under it, so that it never waits for a
+// connection: see tryErr.
+func (c *Client) whileConnected(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	c.mu.Lock()
+	up, why := c.up, c.notConnectedLocked()
+	c.mu.Unlock()
+	if up.Err() != nil {
+		return nil, nil, cmp.Or(why, context.Cause(up))
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(up, func() { cancel(context.Cause(up)) })
+	return tctx, func() {
+		stop()
+		cancel(context.Canceled)
+	}, nil
+}
+
+// tryErr is the error of a Try acquire that ran under tctx, from
+// whileConnected(ctx), and failed with err: the connection's loss if that
+// is what ended it (not ctx), else err.
+func tryErr(ctx, tctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil || tctx.Err() == nil {
+		return err
+	}
+	if cause := context.Cause(tctx); errors.Is(cause, ErrNotConnected) || errors.Is(cause, ErrClosed) {
+		return cause
+	}
+	return err
 }
 
 // errSessionChanged means that the session some nodes belonged to is gone.
@@ -174,6 +234,54 @@ func (c *Client) awaitConnected(ctx context.Context, s int64, d time.Duration) e
 			return ErrClosed
 		case <-timeout:
 			return context.DeadlineExceeded
+		}
+	}
+}
+
+// createdIn returns the session that owns our ephemeral node at p, whose
+// create began while go-zookeeper's session was sid: sid, if that is
+// still its session (then it was so throughout: a session id never
+// comes back), else the node's owner as ZooKeeper reports it (the session
+// changed during the create). A node found gone is errNodeGone.
+func (c *Client) createdIn(ctx context.Context, p string, sid int64) (int64, error) {
+	if sid != 0 && c.zc.SessionID() == sid {
+		return sid, nil
+	}
+	st, err := c.stat(ctx, p)
+	switch {
+	case err != nil:
+		return 0, err
+	case st == nil:
+		return 0, errNodeGone
+	}
+	return st.EphemeralOwner, nil
+}
+
+// awaitSession waits until the Client's view of its session is s, with
+// the connection up, and returns the state then: a decision about a node
+// of s must rest on a state of s. It returns errNodeGone once
+// go-zookeeper has a session other than s (the nodes of s are gone), and
+// ctx's error or ErrClosed.
+func (c *Client) awaitSession(ctx context.Context, s int64) (snapshot, error) {
+	for {
+		c.mu.Lock()
+		state, session, ch := c.state, c.session, c.changed
+		snap := snapshot{c.session, c.suspends, c.losses}
+		c.mu.Unlock()
+		switch {
+		case state == StateClosed:
+			return snapshot{}, ErrClosed
+		case session == s && (state == StateConnected || state == StateReconnected):
+			return snap, nil
+		case c.zc.SessionID() != s:
+			return snapshot{}, errNodeGone
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return snapshot{}, ctx.Err()
+		case <-c.closing:
+			return snapshot{}, ErrClosed
 		}
 	}
 }
@@ -242,6 +350,7 @@ func (c *Client) transition(f func() bool) {
 	}
 	close(c.changed)
 	c.changed = make(chan struct{})
+	c.setUpLocked()
 	for l := range c.listeners {
 		l.push(c.state)
 	}

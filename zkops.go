@@ -218,7 +218,7 @@ func (pc *protectedCreate) run(ctx context.Context) (created string, err error) 
 		switch {
 		case err == nil:
 			return created, nil
-		case errors.Is(err, zk.ErrNoNode) && pc.missingParentTries < 3 && !mutant("norecreate"): // test-only (zklock_mutant): a missing parent (a deleted lock or election path) is never created
+		case errors.Is(err, zk.ErrNoNode) && pc.missingParentTries < missingParentTries && !mutant("norecreate"): // test-only (zklock_mutant): a missing parent (a deleted lock or election path) is never created
 			// A parent is missing, or a container parent was reaped
 			// between mkdirs and the create: make it and try at once.
 			pc.missingParentTries++
@@ -366,26 +366,50 @@ func (c *Client) findAndDelete(parent, prefix string) {
 	})
 }
 
-// mkdirs creates parent and its missing ancestors as CONTAINER nodes.
+// missingParentTries bounds how often a create finds its parent gone
+// and makes it again. ZooKeeper's container reaper deletes an empty
+// container that has had children, at any moment, ancestors included; a
+// container made anew is safe from it until it has had a child. So a
+// create that lost its parent to the reaper succeeds on the next try,
+// unless an ancestor is reaped too, or a caller deletes the path again
+// and again.
+const missingParentTries = 10
+
+// mkdirs creates parent and its missing ancestors as CONTAINER nodes,
+// deepest first: one create when only parent is missing, as after a reap.
+// A create that finds its own parent gone (never made, or reaped meanwhile)
+// makes that parent first and tries again, missingParentTries times in
+// all for the whole path beyond one per missing ancestor.
 func (c *Client) mkdirs(ctx context.Context, parent string) error {
-	if parent == "/" {
+	budget := strings.Count(parent, "/") + missingParentTries
+	return c.mkdir(ctx, parent, &budget)
+}
+
+// mkdir is mkdirs of p, spending one of budget's tries on each create
+// that finds its parent gone.
+func (c *Client) mkdir(ctx context.Context, p string, budget *int) error {
+	if p == "/" {
 		return nil
 	}
-	segs := strings.Split(parent[1:], "/")
-	for i := range segs {
-		p := "/" + strings.Join(segs[:i+1], "/")
-		acl, err := c.aclFor(p)
-		if err != nil {
-			return err
-		}
+	acl, err := c.aclFor(p)
+	if err != nil {
+		return err
+	}
+	for {
 		_, err = retry(c, ctx, func() (string, error) {
 			return c.zc.CreateContainer(p, nil, zk.FlagContainer, acl)
 		})
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		switch {
+		case err == nil || errors.Is(err, zk.ErrNodeExists):
+			return nil
+		case !errors.Is(err, zk.ErrNoNode) || *budget <= 0:
 			return fmt.Errorf("create parent %s: %w", p, err)
 		}
+		*budget--
+		if err := c.mkdir(ctx, path.Dir(p), budget); err != nil {
+			return err
+		}
 	}
-	return nil
 }
 
 // deleteNode deletes a node the Client created, guaranteed: while the
