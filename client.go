@@ -43,6 +43,7 @@ type Client struct {
 	watches  watchSet
 	deletes  recentDeletes // checked again after a reconnect
 	lives    liveTable     // holds that stand, per lock
+	holding  atomic.Int64  // holds that stand, in all
 	obs      *observer     // nil without WithObserver
 
 	closeOnce   sync.Once
@@ -298,8 +299,11 @@ func (c *Client) zero() bool { return c == nil || c.closing == nil }
 // ErrClosed) and every wait (Acquire returns ErrClosed), deletes the
 // Client's lock nodes, closes the connection if Connect opened it, and waits
 // for the Client's goroutines. It is idempotent and always returns nil.
+// Holds that stood are summed up in one Warn record on the Client's
+// logger; each loss is an EventLost for the Observer, logged at Debug.
 //
-// A connection that Connect opened ends its session with the server. If
+// A connection that Connect opened ends its session with the server, and
+// the server deletes the nodes with it: Close sends no deletes. If
 // it is still in its handshake with a server that does not answer, Close
 // cuts it within about a second and a half (go-zookeeper's own close
 // waits a second), not after go-zookeeper's ten read timeouts; unless the
@@ -318,6 +322,10 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closeOnce.Do(func() {
+		if n := c.holding.Load(); n > 0 {
+			// One record, not one per hold: each loss is logged at Debug.
+			c.log.Warn("zklock: closing with holds standing; they are lost", "holds", n)
+		}
 		c.transition(func() bool {
 			c.closeBound = c.closeBoundLocked()
 			c.state = StateClosed

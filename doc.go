@@ -39,7 +39,14 @@
 // of the context given to acquire, not its deadline: a timeout bounds the
 // wait, not the hold. Acquire and Release by context remain, in Curator's
 // style: Acquire returns the hold's context, which Release must be given.
-// A [SemaphoreMutex] may be released with any context.
+// A [SemaphoreMutex] may be released with any context. A context that
+// merges others ([Hold.Bind], a [MultiLock]'s) carries all their holds.
+//
+// TryLock and TryAcquire never wait, not even for the connection: while
+// the Client is not connected they fail at once with [ErrNotConnected],
+// and a connection lost during the call ends it as soon as the Client
+// sees the loss. [NewSyncLocker]'s Unlock releases an ended hold first,
+// else the oldest.
 //
 // # Leader election
 //

@@ -354,6 +354,9 @@ func newHold(c *Client, parent context.Context, spec holdSpec) *hold {
 		h.free = h.deleteNode
 	}
 	h.live.Add(1)
+	if c != nil {
+		c.holding.Add(1)
+	}
 	return h
 }
 
@@ -619,6 +622,9 @@ func (h *hold) emit(ev Event) {
 func (h *hold) endLocked(cause error) {
 	h.ended = true
 	h.live.Add(-1)
+	if h.c != nil {
+		h.c.holding.Add(-1)
+	}
 	h.cancel(cause)
 }
 

@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -123,11 +124,12 @@ func (c *Client) emit(ev Event) {
 
 // logEvent logs ev through the Client's logger: a hold's life (acquire
 // started, acquired, released, revocation requested) at Debug level, a
-// loss at Warn. A delete retried is logged where it happens. Nothing is
+// loss at Warn, except a loss to the Client's Close, which Close sums up
+// in one record. A delete retried is logged where it happens. Nothing is
 // formatted unless the logger wants the level.
 func (c *Client) logEvent(ev Event) {
 	level := slog.LevelDebug
-	if ev.Kind == EventLost {
+	if ev.Kind == EventLost && !errors.Is(ev.Err, ErrClosed) {
 		level = slog.LevelWarn
 	}
 	ctx := context.Background()

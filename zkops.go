@@ -427,8 +427,14 @@ func (c *Client) deleteNode(p string) error {
 // returned: deleted, or found gone; not when the delete failed or goes on
 // in the background.
 func (c *Client) deleteNodeGone(p string) (bool, error) {
-	var err error
-	if s := c.State(); s == StateConnected || s == StateReconnected || s == StateClosed {
+	if c.ownsConn && c.usable() != nil {
+		c.log.Debug("zklock: closing: the node ends with the session", "path", p)
+		return false, nil
+	}
+	c.mu.Lock()
+	s, err := c.state, c.notConnectedLocked() // why a delete cannot be sent now
+	c.mu.Unlock()
+	if s == StateConnected || s == StateReconnected || s == StateClosed {
 		ctx, cancel := context.WithTimeout(context.Background(), c.sessionTimeout()/3)
 		var done bool
 		done, err = await(c, ctx, func() (bool, error) { return c.deleteOnce(p) }, nil)
