@@ -126,7 +126,7 @@ func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (*lockNode
 		// Queue on a session that is up: a node created while the
 		// connection is down would only wait for it, and could land in a
 		// session that replaces the current one.
-		if err := c.awaitConnected(ctx, 0, 0); err != nil && !mutant("presession") {
+		if err := li.awaitUp(ctx); err != nil {
 			return nil, snapshot{}, err
 		}
 		n, snap, err := li.createAndWait(ctx, req)
@@ -165,6 +165,14 @@ func (li *lockInternals) acquireTry(ctx context.Context, req acquireReq) (*lockN
 	defer cancel()
 	n, snap, err := li.acquire(tctx, req)
 	return n, snap, tryErr(ctx, tctx, err)
+}
+
+// awaitUp waits until the connection is up, before a create.
+func (li *lockInternals) awaitUp(ctx context.Context) error {
+	if mutant("presession") { // test-only (zklock_mutant): an acquire creates its node whatever the connection, and records it under the session from before the create
+		return nil
+	}
+	return li.c.awaitConnected(ctx, 0, 0)
 }
 
 // createAndWait creates our node and waits until it holds the lock. On
