@@ -53,18 +53,18 @@ type Client struct {
 	closed bool           // Close has begun; no goroutine may start
 	wg     sync.WaitGroup // every goroutine the Client starts
 
-	mu         sync.Mutex             // protects the fields below
-	state      ConnectionState        // current state
-	session    int64                  // current session id, 0 before the first
-	negotiated time.Duration          // session timeout the server granted, 0 if unknown
-	suspends   uint64                 // number of suspensions so far
-	suspended  time.Time              // when the last suspension began
-	losses     uint64                 // number of session losses so far
-	changed    chan struct{}          // closed and replaced at every transition
-	up         context.Context        // cancelled when the connection leaves Connected or Reconnected (see whileConnected)
+	mu         sync.Mutex              // protects the fields below
+	state      ConnectionState         // current state
+	session    int64                   // current session id, 0 before the first
+	negotiated time.Duration           // session timeout the server granted, 0 if unknown
+	suspends   uint64                  // number of suspensions so far
+	suspended  time.Time               // when the last suspension began
+	losses     uint64                  // number of session losses so far
+	changed    chan struct{}           // closed and replaced at every transition
+	up         context.Context         // cancelled when the connection leaves Connected or Reconnected (see whileConnected)
 	upCancel   context.CancelCauseFunc // cancels up
-	closeBound time.Time              // set by Close: see pastCloseBound
-	listeners  map[*listener]struct{} // active Listen callbacks
+	closeBound time.Time               // set by Close: see pastCloseBound
+	listeners  map[*listener]struct{}  // active Listen callbacks
 }
 
 // Connect opens a ZooKeeper connection to servers and waits, up to the
