@@ -67,7 +67,9 @@
 // on the election's path: [Selector.Lead] runs a function for one term
 // of leadership, and [Selector.Run] runs terms until its context ends,
 // queueing again after each, also after a lost leadership (Curator's
-// autoRequeue, without the requeue state that CURATOR-518 lost).
+// autoRequeue, without the requeue state that CURATOR-518 lost) and after
+// a function that returned an error, which it logs and follows with a
+// back-off (Curator's "The leader threw an exception").
 //
 // # Connecting
 //

@@ -70,19 +70,25 @@ func (s *Selector) Lead(ctx context.Context, fn func(ctx context.Context) error)
 
 // Run leads again and again: it waits for the leadership, runs fn while it
 // leads, resigns when fn returns, and queues again at the end of the
-// queue, until ctx ends, the Client closes, or fn fails. A term ends when
-// fn returns nil (fn gives the leadership up, as Curator's takeLeadership
-// returning) or when the leadership is lost (fn's context is then
-// cancelled with a cause wrapping ErrLockLost, and whatever fn returns is
-// taken for that loss); Run then queues again. A wait that fails on the
-// network, or a node that vanishes, is retried once the connection is
-// back, after a back-off, without limit: Run is meant to keep a
-// participant in the election for the life of the process.
+// queue, until ctx ends or the Client closes. A term ends when fn returns
+// nil (fn gives the leadership up, as Curator's takeLeadership returning)
+// or when the leadership is lost (fn's context is then cancelled with a
+// cause wrapping ErrLockLost, and whatever fn returns is taken for that
+// loss); Run then queues again at once. A term also ends when fn returns
+// an error while the leadership stands (Curator's takeLeadership
+// throwing), or when the resignation fails: Run logs the error on the
+// Client's logger at Error level, with the path, resigns, waits for the
+// connection and a back-off (the retry policy's first wait), so that a
+// function that fails at once does not spin, and queues again. A wait that
+// fails on the network, or a node that vanishes, is retried the same way,
+// without limit: Run is meant to keep a participant in the election for
+// the life of the process.
 //
 // Run returns an error wrapping ctx.Err() once ctx ends, ErrClosed once the
-// Client is closed, or fn's error (joined with the resignation's) if fn
-// fails while the leadership stands. It never returns nil. A nil fn gives
-// ErrInvalidArgument.
+// Client is closed, or the error of a wait that failed other than on the
+// network, which waiting again would not cure (one wrapping zk.ErrNoAuth,
+// say); it never returns fn's error, and never nil. If fn panics, Run resigns and the panic goes
+// on. A nil fn gives ErrInvalidArgument.
 func (s *Selector) Run(ctx context.Context, fn func(ctx context.Context) error) error {
 	if err := s.usable(ctx, "run"); err != nil {
 		return err
@@ -101,8 +107,16 @@ func (s *Selector) Run(ctx context.Context, fn func(ctx context.Context) error) 
 		if ctx.Err() != nil {
 			return opErr(ctx, "run", s.m.path, ctx.Err())
 		}
-		if hd != nil || !requeues(err) {
+		switch {
+		case hd == nil && !requeues(err): // a wait that cannot succeed
 			return err
+		case hd != nil && errors.Is(hd.Err(), ErrLockLost): // only under the norequeue mutant
+			return err
+		case hd != nil: // fn failed, or the resignation did, while the leadership stood
+			if cerr := s.m.c.usable(); cerr != nil {
+				return wrapf(cerr, "run %s", s.m.path)
+			}
+			s.m.c.log.Error("zklock: leader's function failed; queueing again", "path", s.m.path, "err", err)
 		}
 		if err := s.pause(ctx); err != nil {
 			return err
@@ -116,8 +130,8 @@ func requeues(err error) bool {
 	return retryable(err) || errors.Is(err, zk.ErrNoNode) || errors.Is(err, ErrLockLost) || errors.Is(err, ErrNotConnected)
 }
 
-// pause waits, before Run queues again after a failed wait, for the
-// connection and then for a back-off.
+// pause waits, before Run queues again after a failed wait or a failed
+// term, for the connection and then for a back-off.
 func (s *Selector) pause(ctx context.Context) error {
 	c := s.m.c
 	if err := c.awaitConnected(ctx, 0, 0); err != nil {
