@@ -13,7 +13,9 @@ import "os"
 // CURATOR-644/645), "norecreate" (a deleted lock path is never created
 // again, CURATOR-724), "dyingnode" (a node found by its protection prefix
 // is adopted whatever session owns it, CURATOR-498) and "norequeue"
-// (Selector.Run ends after a lost term, CURATOR-518/671), and for the
+// (Selector.Run ends after a lost term, CURATOR-518/671), "presession"
+// (an acquire creates its node while disconnected and records it under
+// the session from before its create), and for the
 // solo path "soloblind" (the parent's watch is trusted after it fired),
 // "solonoseq" (any sequence number proves), "solostanding" (our last node
 // counts as gone while it stands), "soloczxid" (a watch on another parent

@@ -87,8 +87,8 @@ func (s *Selector) Lead(ctx context.Context, fn func(ctx context.Context) error)
 // Run returns an error wrapping ctx.Err() once ctx ends, ErrClosed once the
 // Client is closed, or the error of a wait that failed other than on the
 // network, which waiting again would not cure (one wrapping zk.ErrNoAuth,
-// say); it never returns fn's error, and never nil. If fn panics, Run resigns and the panic goes
-// on. A nil fn gives ErrInvalidArgument.
+// say); it never returns fn's error, and never nil. If fn panics, Run
+// resigns and the panic goes on. A nil fn gives ErrInvalidArgument.
 func (s *Selector) Run(ctx context.Context, fn func(ctx context.Context) error) error {
 	if err := s.usable(ctx, "run"); err != nil {
 		return err

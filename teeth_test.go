@@ -42,6 +42,10 @@ var faultTeeth = []struct {
 	// of finding its node, which then stands unseen before the new one.
 	{"TestIntegration_ElectionLostCreateReply", []teethMutant{
 		{"noprotect", "a does not lead once the leader resigned: 2 creates"}}},
+	// An acquire begun in an outage that outlives the session records its
+	// node under the old session, and gives its place up when granted.
+	{"TestIntegration_EdgeSuspendedAcquireKeepsPlace", []teethMutant{
+		{"presession", "B lost its place in the queue"}}},
 	// CURATOR-518/671: Selector.Run stops after a lost term.
 	{"TestIntegration_SelectorRequeues", []teethMutant{
 		{"norequeue", `only "b" within`}}},
