@@ -188,13 +188,73 @@ func TestIntegration_EdgeSuspendedAcquireKeepsPlace(t *testing.T) {
 	}, 15*time.Second, 5*time.Millisecond, "B's session expires on the server")
 	faults.Resume()
 
+	requireKeepsPlace(t, e, p, cb, h, b)
+}
+
+// A Lock whose create goes out on a new session, because the session it
+// began under expired while the create was on its way (go-zookeeper's
+// next handshake asked for a new session), still keeps its place: the
+// engine learns which session made the node (go-zookeeper's changed
+// around the create, so the node's owner decides), waits until the
+// Client's view has that session, and decides from there. B's connection
+// is paused right before its create is handed over, and the create is
+// sent only once B has a new session.
+func TestIntegration_EdgeSessionReplacedDuringCreate(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	bg := context.Background()
+	p := e.root + "/mid-create"
+	h, err := e.mutex(e.client(), "/mid-create").Lock(bg)
+	require.NoError(t, err)
+
+	faults := zktest.NewFaultsT(t, e.servers)
+	paused, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	cb, f := e.faultClient(
+		zklock.WithSessionTimeout(2*time.Second),
+		zklock.WithRetryPolicy(zklock.RetryUntilElapsed{Max: 30 * time.Second, Sleep: 100 * time.Millisecond}),
+		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+	)
+	marker := e.root + "/marker"
+	_, err = cb.Conn().Create(marker, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	old := cb.Conn().SessionID()
+	f.setBeforeCreate(func(string) {
+		once.Do(func() { // the first create of the lock node waits for a new session
+			close(paused)
+			<-proceed
+		})
+	})
+	b := holdAsync(bg, e.mutex(cb, "/mid-create"))
+	await(t, paused, 10*time.Second)
+	faults.Pause()
+	require.Eventually(t, func() bool {
+		ok, _, err := e.admin.Exists(marker)
+		return err == nil && !ok
+	}, 15*time.Second, 5*time.Millisecond, "B's session expires on the server")
+	faults.Resume()
+	require.Eventually(t, func() bool {
+		s := cb.Conn().SessionID()
+		return s != 0 && s != old && cb.Conn().State() == zk.StateHasSession
+	}, 15*time.Second, 5*time.Millisecond, "B has a new session")
+	close(proceed)
+	requireKeepsPlace(t, e, p, cb, h, b)
+}
+
+// requireKeepsPlace checks that B, whose Lock on p runs (b) behind H's
+// hold h, queues behind H, keeps its place there when C queues behind it,
+// and holds before C once H releases. B's node must belong to cb's
+// current session.
+func requireKeepsPlace(t *testing.T, e *env, p string, cb *zklock.Client, h *zklock.Hold, b <-chan held) {
+	t.Helper()
+	bg := context.Background()
 	waitChildren(t, e, p, 2) // B queued behind H
 	bNode := slices.DeleteFunc(e.children(p), func(n string) bool { return n == path.Base(h.Path()) })
 	require.Len(t, bNode, 1)
 	_, st, err := e.admin.Exists(p + "/" + bNode[0])
 	require.NoError(t, err)
 	require.Equal(t, cb.Conn().SessionID(), st.EphemeralOwner, "B's node belongs to its new session")
-	c := holdAsync(bg, e.mutex(e.client(), "/fifo"))
+	c := holdAsync(bg, e.mutex(e.client(), strings.TrimPrefix(p, e.root)))
 	waitChildren(t, e, p, 3) // C queued behind B
 	cNode := slices.DeleteFunc(e.children(p), func(n string) bool { return n == path.Base(h.Path()) || n == bNode[0] })
 	require.Len(t, cNode, 1)

@@ -44,7 +44,10 @@ var faultTeeth = []struct {
 		{"noprotect", "a does not lead once the leader resigned: 2 creates"}}},
 	// An acquire begun in an outage that outlives the session records its
 	// node under the old session, and gives its place up when granted.
+	// So does one whose create goes out on a new session.
 	{"TestIntegration_EdgeSuspendedAcquireKeepsPlace", []teethMutant{
+		{"presession", "B lost its place in the queue"}}},
+	{"TestIntegration_EdgeSessionReplacedDuringCreate", []teethMutant{
 		{"presession", "B lost its place in the queue"}}},
 	// CURATOR-518/671: Selector.Run stops after a lost term.
 	{"TestIntegration_SelectorRequeues", []teethMutant{
