@@ -296,14 +296,17 @@ var errZeroClient = errorf(ErrInvalidArgument, "nil or zero Client (use Connect 
 func (c *Client) zero() bool { return c == nil || c.closing == nil }
 
 // Close ends every hold (their contexts are cancelled with ErrLockLost and
-// ErrClosed) and every wait (Acquire returns ErrClosed), deletes the
-// Client's lock nodes, closes the connection if Connect opened it, and waits
-// for the Client's goroutines. It is idempotent and always returns nil.
+// ErrClosed) and every wait (Acquire returns ErrClosed), closes the
+// connection if Connect opened it (ending the session, and with it the
+// Client's lock nodes) or else deletes the nodes, and waits for the
+// Client's goroutines. It is idempotent and always returns nil.
 // Holds that stood are summed up in one Warn record on the Client's
 // logger; each loss is an EventLost for the Observer, logged at Debug.
 //
 // A connection that Connect opened ends its session with the server, and
-// the server deletes the nodes with it: Close sends no deletes. If
+// the server deletes the nodes with it: Close sends no deletes. If the
+// connection is down, the session cannot be ended: the nodes stand until
+// the ensemble expires it, at most a session timeout after the cut. If
 // it is still in its handshake with a server that does not answer, Close
 // cuts it within about a second and a half (go-zookeeper's own close
 // waits a second), not after go-zookeeper's ten read timeouts; unless the

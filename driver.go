@@ -22,8 +22,11 @@ import (
 type Driver interface {
 	// CreateNode creates the lock node for path, the full ZooKeeper path of
 	// the lock's base path joined with the lock name (for example
-	// "/ns/locks/job/lock-"), and returns the full path it created. It must
-	// delete anything it created before returning an error.
+	// "/ns/locks/job/lock-"), and returns the full path it created. The
+	// node must be EPHEMERAL, of the Client's session: a node that outlived
+	// its holder would block the lock for ever, and Close leaves a
+	// Connect Client's nodes to its session's end. It must delete anything
+	// it created before returning an error.
 	CreateNode(ctx context.Context, c *Client, path string, data []byte) (string, error)
 	// GetsTheLock reports whether node, one of children sorted by SortKey,
 	// holds the lock, and if not, the name of the child to watch. It returns

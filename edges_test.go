@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -329,4 +330,60 @@ func TestEdgeConnectBracketedIPv6(t *testing.T) {
 		}
 		assert.False(t, errors.Is(err, zklock.ErrInvalidArgument), "Connect(%q) refused the address: %v", server, err)
 	}
+}
+
+// countingCtx counts the lookups that reach it.
+type countingCtx struct {
+	context.Context
+	n atomic.Int64
+}
+
+func (c *countingCtx) Value(key any) any {
+	c.n.Add(1)
+	return c.Context.Value(key)
+}
+
+// A lookup in a context that carries many holds costs in proportion to
+// them, not to 2 to the power of their number: merging contexts (a
+// MultiLock's members, Bind inside Bind) must not ask both sides of
+// every merge. Counted as the lookups that reach the caller's context, for
+// a lock the context does not hold (the whole chain is searched): a
+// MultiLock of 30 members, one of which the caller held already, and 20
+// nested Do calls on different locks.
+func TestIntegration_EdgeMergedLookupsLinear(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	stranger := e.mutex(c, "/stranger")
+	const members = 20
+	locks := make([]zklock.Locker, members)
+	for i := range locks {
+		locks[i] = e.mutex(c, fmt.Sprintf("/m/%02d", i))
+	}
+	base := &countingCtx{Context: context.Background()}
+	held, err := locks[members/2].(*zklock.Mutex).Lock(base)
+	require.NoError(t, err)
+	hd, err := zklock.NewMultiLock(locks...).Lock(held.Context())
+	require.NoError(t, err)
+	base.n.Store(0)
+	require.False(t, stranger.IsOwnedBy(hd.Context()))
+	assert.LessOrEqual(t, base.n.Load(), int64(4*members), "lookups that reached the caller's context for one IsOwnedBy over a %d-member MultiLock", members)
+	require.NoError(t, hd.Release())
+	require.NoError(t, held.Release())
+
+	const depth = 16
+	base.n.Store(0)
+	var nest func(ctx context.Context, i int) error
+	nest = func(ctx context.Context, i int) error {
+		if i == depth {
+			base.n.Store(0)
+			if stranger.IsOwnedBy(ctx) {
+				return errors.New("a lock not taken is owned")
+			}
+			return nil
+		}
+		return e.mutex(c, fmt.Sprintf("/nest/%02d", i)).Do(ctx, func(ctx context.Context) error { return nest(ctx, i+1) })
+	}
+	require.NoError(t, nest(base, 0))
+	assert.LessOrEqual(t, base.n.Load(), int64(4*depth), "lookups that reached the caller's context at a depth of %d nested Do", depth)
 }

@@ -168,8 +168,8 @@ func (hd *Hold) Path() string {
 // and ends as soon as either ctx or the hold ends: with ctx's cause when
 // ctx ends first, with the hold's (ErrReleased, or an error wrapping
 // ErrLockLost) when the hold ends first. It carries the holds that ctx
-// carries as well as this one (an acquire with it re-enters any of them),
-// and has ctx's other values and its deadline.
+// carries as well as this one (an acquire with it re-enters any of them
+// that is re-entrant), and has ctx's other values and its deadline.
 // This is the context to do the hold's work under, such as an HTTP
 // handler's: it stops when the client goes away and when the lock is lost.
 // Call cancel when the work is done, to release what Bind set up.
@@ -178,7 +178,7 @@ func (hd *Hold) Bind(ctx context.Context) (context.Context, context.CancelFunc) 
 		ctx = errCtx(wrapf(ErrInvalidArgument, "bind: nil context"))
 	}
 	hctx := hd.Context()
-	bound, cancel := context.WithCancelCause(valuesFrom{ctx, hctx})
+	bound, cancel := context.WithCancelCause(mergeHolds(ctx, hctx, hd.h))
 	stop := context.AfterFunc(hctx, func() { cancel(context.Cause(hctx)) })
 	return bound, func() {
 		stop()
@@ -243,6 +243,7 @@ type hold struct {
 	start  time.Time               // when the hold began
 	node   *lockNode               // nil for a hold of other holds
 	parts  []*hold                 // a hold of other holds: theirs, nil if one is not this package's
+	parent context.Context         // the context the hold was taken with; ctx derives from it
 	ctx    context.Context         // carries the hold; cancelled when it ends
 	cancel context.CancelCauseFunc // ends ctx
 	live   liveCounter             // the owner's count of live holds
@@ -330,6 +331,19 @@ func (lc lockCount) Load() int32 {
 	return lc.t.n[lc.key]
 }
 
+// alsoCount is a liveCounter that also counts in another: it answers
+// Load from the first.
+type alsoCount struct {
+	liveCounter
+	also *atomic.Int32
+}
+
+// Add adds delta to both counts and returns the first's.
+func (a alsoCount) Add(delta int32) int32 {
+	a.also.Add(delta)
+	return a.liveCounter.Add(delta)
+}
+
 // holdSpec says what a new hold is.
 type holdSpec struct {
 	key   any          // finds the hold in its context; nil for none
@@ -345,7 +359,7 @@ type holdSpec struct {
 // values of parent but not its cancellation, and carries the hold under
 // spec.key. c is nil for a hold of other holds.
 func newHold(c *Client, parent context.Context, spec holdSpec) *hold {
-	h := &hold{c: c, name: spec.name, path: spec.path, node: spec.node, parts: spec.parts, live: spec.live, free: spec.free, count: 1, start: time.Now()}
+	h := &hold{c: c, name: spec.name, path: spec.path, node: spec.node, parts: spec.parts, live: spec.live, free: spec.free, count: 1, start: time.Now(), parent: parent}
 	h.ctx, h.cancel = context.WithCancelCause(context.WithoutCancel(parent))
 	if spec.key != nil {
 		h.ctx = context.WithValue(h.ctx, spec.key, h)

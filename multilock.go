@@ -3,6 +3,7 @@ package zklock
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"sync/atomic"
 )
@@ -117,19 +118,23 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 	// own hold's context, which carries no other member's.
 	var carrier context.Context = ctx
 	for i, l := range ml.locks {
+		before := memberHold(l, carrier)
 		mctx, err := take(l, carrier)
 		if err != nil {
 			ml.releaseMembers(member)
 			return nil, wrapf(err, "multi-lock: lock %d of %d", i+1, len(ml.locks))
 		}
 		member = append(member, mctx)
+		mh := memberHold(l, mctx)
 		if parts != nil {
-			parts = append(parts, memberHold(l, mctx))
-			if parts[i] == nil { // not this package's: no node to check
+			parts = append(parts, mh)
+			if mh == nil { // not this package's: no node to check
 				parts = nil
 			}
 		}
-		carrier = valuesFrom{carrier, mctx}
+		if mh == nil || mh != before { // not a re-entry of a hold the carrier carries
+			carrier = mergeHolds(carrier, mctx, mh)
+		}
 	}
 	var stops []func() bool
 	free := func() error {
@@ -247,26 +252,52 @@ func (ml *MultiLock) releaseMembers(member []context.Context) error {
 	return errors.Join(errs...)
 }
 
+// mergeHolds returns a context with ctx's cancellation, deadline and
+// values that carries both ctx's holds and h's, whose context is hctx
+// (h is nil for a foreign Locker's context).
+func mergeHolds(ctx, hctx context.Context, h *hold) context.Context {
+	// A hold taken with ctx has a context that carries ctx's holds
+	// already: asking hctx alone keeps a lookup's cost that of one chain.
+	// Asking both sides of every merge in a chain of merges would double
+	// the cost with each.
+	return &valuesFrom{Context: ctx, values: hctx, inherits: h != nil && sameContext(h.parent, ctx)}
+}
+
+// sameContext reports whether a and b are the same context, as a pointer
+// (the context package's own contexts are pointers). Contexts of other
+// kinds are taken for different: == could panic on them.
+func sameContext(a, b context.Context) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Kind() == reflect.Pointer && vb.Kind() == reflect.Pointer && va.Type() == vb.Type() && va.Pointer() == vb.Pointer()
+}
+
 // valuesFrom is a context with the cancellation and deadline of its
 // embedded context, and the holds of both: it is the one type that merges
-// two contexts (a hold's and a caller's in Bind, a MultiLock's members').
+// two contexts (a hold's and a caller's in Bind, a MultiLock's members'),
+// made by mergeHolds. A pointer, so that a hold taken with it can tell
+// (sameContext).
 type valuesFrom struct {
 	context.Context
-	values context.Context
+	values   context.Context
+	inherits bool // values carries every hold of the embedded context
 }
 
 // Value answers a hold's key from both contexts: a live hold, from values
 // first, then from the embedded context; else an ended hold, in the same
 // order (which a lookup reports as ended); else nil. So neither side's
 // holds are dropped, and a live hold is never hidden by an ended one of
-// the same lock. Every other key (the caller's values, and the context
+// the same lock. When values inherits the embedded context's holds, it
+// alone is asked. Every other key (the caller's values, and the context
 // package's own, which context.Cause uses) is answered by the embedded
 // context.
-func (v valuesFrom) Value(key any) any {
+func (v *valuesFrom) Value(key any) any {
 	if _, ok := key.(holdKey); !ok {
 		return v.Context.Value(key)
 	}
 	first := v.values.Value(key)
+	if v.inherits {
+		return first
+	}
 	if h, _ := first.(*hold); first != nil && h.isLive() {
 		return first
 	}

@@ -31,6 +31,8 @@ type Selector struct {
 	// Written once by NewSelector, read-only after.
 	m  *Mutex
 	id string
+
+	terms atomic.Int32 // terms that stand, taken through this Selector
 }
 
 // NewSelector returns a Selector on path, relative to the Client's
@@ -49,8 +51,11 @@ func NewSelector(c *Client, path, id string, opts ...LockOption) (*Selector, err
 	if err != nil {
 		return nil, err
 	}
-	m.live = new(atomic.Int32) // IsLeader counts this Selector's terms only
-	return &Selector{m: m, id: id}, nil
+	s := &Selector{m: m, id: id}
+	// Its terms are holds of the lock, which a Mutex of the same Client and
+	// path sees; IsLeader counts this Selector's own.
+	m.live = alsoCount{m.live, &s.terms}
+	return s, nil
 }
 
 // Lead waits until the participant leads, runs fn, and resigns when fn
@@ -169,7 +174,7 @@ func (s *Selector) Participants(ctx context.Context) ([]Participant, error) {
 // IsLeader reports whether a term run through s stands: a local fact,
 // with no ZooKeeper read.
 func (s *Selector) IsLeader() bool {
-	return s != nil && s.m.IsAcquiredInThisProcess()
+	return s != nil && s.terms.Load() > 0
 }
 
 // Path returns the election's path, relative to the namespace.

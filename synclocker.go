@@ -27,8 +27,11 @@ import (
 //     owner. It releases a hold that has already ended (lost) if there is
 //     one, else the oldest hold taken: so a late Unlock from a goroutine
 //     whose hold was lost, while another goroutine has been granted the
-//     lock since, never ends that live hold. Unlock of a lost hold
-//     reports nothing (the loss is logged at Warn, as every loss is).
+//     lock since, never ends that live hold. The price is on the other
+//     side: if that goroutine's own Unlock comes first, it releases the
+//     lost hold, and its live one stands until the late Unlock comes.
+//     Unlock of a lost hold reports nothing (the loss is logged at Warn,
+//     as every loss is).
 //     Unlock with no hold taken panics, as sync.Mutex's does.
 //
 // The Locker is safe for concurrent use. Over the read side of a
