@@ -348,7 +348,7 @@ func (c *countingCtx) Value(key any) any {
 // MultiLock's members, Bind inside Bind) must not ask both sides of
 // every merge. Counted as the lookups that reach the caller's context, for
 // a lock the context does not hold (the whole chain is searched): a
-// MultiLock of 30 members, one of which the caller held already, and 20
+// MultiLock of 20 members, one of which the caller held already, and 16
 // nested Do calls on different locks.
 func TestIntegration_EdgeMergedLookupsLinear(t *testing.T) {
 	t.Parallel()
