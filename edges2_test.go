@@ -133,21 +133,26 @@ func TestIntegration_EdgeTryLockDisconnected(t *testing.T) {
 	}
 }
 
-// held is the outcome of a Lock run in the background.
+// held is the outcome of a Lock or Campaign run in the background.
 type held struct {
 	hd  *zklock.Hold
 	err error
 }
 
-// holdAsync runs m.Lock(ctx) on a goroutine; the test reads the outcome
-// from the channel.
-func holdAsync(ctx context.Context, m *zklock.Mutex) <-chan held {
+// inBackground runs take on a goroutine; the test reads the outcome from
+// the channel (never t.Fatal from the goroutine).
+func inBackground(take func() (*zklock.Hold, error)) <-chan held {
 	ch := make(chan held, 1)
 	go func() {
-		hd, err := m.Lock(ctx)
+		hd, err := take()
 		ch <- held{hd, err}
 	}()
 	return ch
+}
+
+// holdAsync runs m.Lock(ctx) on a goroutine.
+func holdAsync(ctx context.Context, m *zklock.Mutex) <-chan held {
+	return inBackground(func() (*zklock.Hold, error) { return m.Lock(ctx) })
 }
 
 // A Lock begun while the connection is down keeps its place in the FIFO

@@ -23,19 +23,11 @@ func (e *env) election(c *zklock.Client, name, id string) *zklock.Election {
 }
 
 // campaigned is the outcome of a Campaign run in the background.
-type campaigned struct {
-	hd  *zklock.Hold
-	err error
-}
+type campaigned = held
 
 // campaignAsync runs el.Campaign(ctx) on a goroutine.
 func campaignAsync(ctx context.Context, el *zklock.Election) <-chan campaigned {
-	ch := make(chan campaigned, 1)
-	go func() {
-		hd, err := el.Campaign(ctx)
-		ch <- campaigned{hd, err}
-	}()
-	return ch
+	return inBackground(func() (*zklock.Hold, error) { return el.Campaign(ctx) })
 }
 
 // waitLeaderID waits until the election's leader is id ("" with
