@@ -178,7 +178,11 @@ func (hd *Hold) Bind(ctx context.Context) (context.Context, context.CancelFunc) 
 		ctx = errCtx(wrapf(ErrInvalidArgument, "bind: nil context"))
 	}
 	hctx := hd.Context()
-	bound, cancel := context.WithCancelCause(mergeHolds(ctx, hctx, hd.h))
+	var h *hold
+	if hd != nil {
+		h = hd.h
+	}
+	bound, cancel := context.WithCancelCause(mergeHolds(ctx, hctx, h))
 	stop := context.AfterFunc(hctx, func() { cancel(context.Cause(hctx)) })
 	return bound, func() {
 		stop()
