@@ -42,3 +42,9 @@ func WatchedNodes(c *Client) int {
 	defer c.watches.mu.Unlock()
 	return len(c.watches.m)
 }
+
+// SoloReady reports whether m's next acquire alone may be granted from
+// its create's reply, without a listing (see solo.ready).
+func SoloReady(m *Mutex) bool {
+	return m.li.solo.ready(m.c.connEpoch())
+}
