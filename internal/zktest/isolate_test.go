@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // startIsolatable starts an Isolatable ensemble of size servers, skipping t
@@ -83,7 +85,18 @@ func TestIntegration_IsolateLeader(t *testing.T) {
 			majority = append(majority, s)
 		}
 	}
-	mustCreate(t, ConnectT(t, majority), "/during", []byte("d"), 0)
+	// The majority's servers may still be settling into the new epoch
+	// (a follower syncing with the new leader drops its clients): a
+	// create that fails on the connection is tried again, as a client
+	// would.
+	during := ConnectT(t, majority)
+	waitFor(t, 30*time.Second, "create /during on the majority", func(context.Context) error {
+		_, err := during.Create("/during", []byte("d"), 0, zk.WorldACL(zk.PermAll))
+		if errors.Is(err, zk.ErrNodeExists) {
+			return nil // an attempt whose reply was lost did it
+		}
+		return err
+	})
 	waitFor(t, 30*time.Second, "isolated server stops serving", func(ctx context.Context) error {
 		if m, err := Mode(ctx, servers[old]); err == nil {
 			return fmt.Errorf("isolated server %d still serving as %s", old, m)
