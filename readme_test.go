@@ -18,6 +18,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/zktest"
 )
 
 // The README's Go snippets compile as written: each ```go block of
@@ -58,7 +59,7 @@ func TestREADMESnippets(t *testing.T) {
 
 // The snippets are compiled, not run: they connect to servers of their
 // own. Naming them here keeps them from reading as dead code.
-var _ = []any{readmeQuickStart, readmeGuardedWrite, readmeDigestACL, readmeTLS}
+var _ = []any{readmeQuickStart, readmeGuardedWrite, readmeDigestACL, readmeTLS, readmeTesting}
 
 // dedent removes one leading tab from every line.
 func dedent(s string) string {
@@ -93,6 +94,43 @@ func readmeQuickStart(ctx context.Context) error {
 	defer cancel()
 	_, err = hold.Multi(work, &zk.SetDataRequest{Path: "/billing/state", Data: []byte("done"), Version: -1})
 	return err // wraps zklock.ErrLockLost if the hold was gone: nothing written
+}
+
+// The "Testing your code" snippet is a test body: it runs too.
+func TestREADMETestingYourCode(t *testing.T) {
+	t.Parallel()
+	readmeTesting(t)
+}
+
+func readmeTesting(t *testing.T) {
+	cluster := zktest.Shared(t) // one server for the package, closed by zktest.Main
+	root := cluster.Root(t)     // "/zktest/<test name>", deleted after the test
+	link := zktest.NewLink(t, cluster)
+	c, err := zklock.Connect(cluster.Servers(),
+		zklock.WithSessionTimeout(time.Second),
+		zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := zklock.NewMutex(c, root+"/job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold, err := m.Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.Pause() // the connection goes silent: under StandardPolicy the hold is lost
+	select {
+	case <-hold.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hold outlived its connection")
+	}
+	if !errors.Is(hold.Err(), zklock.ErrLockLost) {
+		t.Fatal(hold.Err())
+	}
+	link.Resume()
 }
 
 func readmeGuardedWrite(ctx context.Context, hold *zklock.Hold, v []byte) error {

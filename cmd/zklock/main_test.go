@@ -18,6 +18,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/leakcheck"
 	"github.com/zklock/zklock/internal/zktest"
 )
 
@@ -47,7 +48,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := zktest.Run(m)
+	code := leakcheck.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -8,10 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/zklock/zklock/internal/exampleenv"
+	"github.com/zklock/zklock/internal/leakcheck"
 	"github.com/zklock/zklock/internal/zktest"
 )
 
-func TestMain(m *testing.M) { zktest.Main(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // Each node leads once, never two at once.
 func TestIntegration_Election(t *testing.T) {

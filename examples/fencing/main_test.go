@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock/internal/exampleenv"
-	"github.com/zklock/zklock/internal/zktest"
+	"github.com/zklock/zklock/internal/leakcheck"
 )
 
-func TestMain(m *testing.M) { zktest.Main(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // Bob's token is newer than alice's, both of alice's stale writes are
 // rejected, and the store keeps bob's value.

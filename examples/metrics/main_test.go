@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock/internal/exampleenv"
-	"github.com/zklock/zklock/internal/zktest"
+	"github.com/zklock/zklock/internal/leakcheck"
 )
 
-func TestMain(m *testing.M) { zktest.Main(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // The printed metrics count exactly what the workload did, and the
 // histograms are well formed.

@@ -6,10 +6,10 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/zklock/zklock/internal/exampleenv"
-	"github.com/zklock/zklock/internal/zktest"
+	"github.com/zklock/zklock/internal/leakcheck"
 )
 
-func TestMain(m *testing.M) { zktest.Main(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // The events happen in order: alice holds, bob asks, alice releases, bob
 // holds; alice's hold ends by her release.

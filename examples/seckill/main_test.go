@@ -8,10 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zklock/zklock/internal/leakcheck"
 	"github.com/zklock/zklock/internal/zktest"
 )
 
-func TestMain(m *testing.M) { zktest.Main(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // The demo oversells without a lock, and sells exactly the stock with the
 // Mutex and with the Semaphore.

@@ -7,10 +7,10 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/zklock/zklock/internal/exampleenv"
-	"github.com/zklock/zklock/internal/zktest"
+	"github.com/zklock/zklock/internal/leakcheck"
 )
 
-func TestMain(m *testing.M) { zktest.Main(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // Every caller is served, never more than the limit at once, and no lease
 // is left behind.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock/integration_test/containerzk"
+	"github.com/zklock/zklock/internal/leakcheck"
 	"github.com/zklock/zklock/internal/zktest"
 )
 
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "containerzk: container backend unavailable (after %v): %v\n",
 			time.Since(start).Round(time.Millisecond), availableErr)
 	}
-	zktest.Main(m)
+	leakcheck.Main(m)
 }
 
 // requireBackend skips t if no Docker engine answers, and fails it if the

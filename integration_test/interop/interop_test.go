@@ -14,6 +14,7 @@ import (
 
 	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/integration_test/interop"
+	"github.com/zklock/zklock/internal/leakcheck"
 	"github.com/zklock/zklock/internal/zktest"
 )
 
@@ -22,7 +23,7 @@ import (
 // package depends on libzookeeper-java, so a machine that can run the peer
 // can run that server too; the container backend is exercised by
 // containerzk.)
-func TestMain(m *testing.M) { zktest.Main(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // Waits of the tests.
 const (

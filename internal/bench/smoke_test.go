@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zklock/zklock/internal/leakcheck"
 	"github.com/zklock/zklock/internal/zktest"
 )
 
@@ -16,9 +17,9 @@ import (
 // the Curator harness when Java and Curator are installed (otherwise they
 // skip, or fail when CI is set).
 
-// TestMain runs the tests under zktest.Main, which closes the shared server
+// TestMain runs the tests under leakcheck.Main, which closes the shared server
 // and fails the run if goroutines leaked.
-func TestMain(m *testing.M) { zktest.Main(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // smokeSession is the session timeout of the smoke tests' sessions.
 const smokeSession = 10 * time.Second

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 )
 
 // sharedConfig is the configuration of the server Shared returns.
@@ -31,10 +29,8 @@ var shared struct {
 //	func TestMain(m *testing.M) { zktest.Main(m) }
 //
 // It runs m.Run, closes the shared cluster if a test started it with
-// Shared, and then, if the tests passed, fails the run if goroutines that
-// did not exist before m.Run are still running (goleak; go-zk connections
-// are not exempt: a connection a test forgot to close is a leak). It exits
-// the process with the resulting code.
+// Shared, and exits the process with the resulting code. zklock's own
+// test binaries use leakcheck.Main, which adds a goroutine-leak check.
 func Main(m *testing.M) {
 	os.Exit(Run(m))
 }
@@ -46,7 +42,6 @@ func Run(m *testing.M) int {
 }
 
 func runMain(m *testing.M) int {
-	ignore := goleak.IgnoreCurrent()
 	shared.mu.Lock()
 	shared.inMain = true
 	shared.mu.Unlock()
@@ -63,12 +58,6 @@ func runMain(m *testing.M) int {
 			if code == 0 {
 				code = 1
 			}
-		}
-	}
-	if code == 0 {
-		if err := goleak.Find(ignore); err != nil {
-			fmt.Fprintf(os.Stderr, "zktest: goroutines leaked by the tests: %v\n", err)
-			code = 1
 		}
 	}
 	return code

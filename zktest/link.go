@@ -1,0 +1,56 @@
+package zktest
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	izk "github.com/zklock/zklock/internal/zktest"
+)
+
+// Link is one client's network path to a cluster's servers: a proxy per
+// server, which the client dials through [Link.Dial], and which the test
+// can cut or pause to see how the client rides out the network's faults.
+// Its methods are safe for concurrent use.
+//
+// With zklock:
+//
+//	link := zktest.NewLink(t, cluster)
+//	c, err := zklock.Connect(cluster.Servers(), zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+type Link struct {
+	f *izk.Faults // written once
+}
+
+// NewLink returns a Link to c's servers, closed when t's test ends (a
+// pause is ended first, so that the client's own clean-up is not held up
+// by it). It fails t at once if a proxy cannot listen.
+func NewLink(t testing.TB, c *Cluster) *Link {
+	t.Helper()
+	return &Link{f: izk.NewFaultsT(t, c.Servers())}
+}
+
+// Dial is a zk.Dialer (zk.WithDialer(link.Dial)): it connects to the
+// proxy of address, one of the cluster's servers, or straight to address
+// if it is another.
+func (l *Link) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	return l.f.Dial(network, address, timeout)
+}
+
+// Cut closes every connection the client has through the Link, at once
+// and in both directions: the client sees its connection drop and
+// reconnects (through the Link, which serves new connections as usual).
+// Its session lives on.
+func (l *Link) Cut() { l.f.Cut() }
+
+// Pause makes the Link silent until Resume: connections stay open, but
+// nothing passes, in either direction, on current or new connections. The
+// client's reads time out (go-zookeeper reports the connection down after
+// two thirds of the session timeout), and a pause longer than the session
+// timeout lets the servers expire the session. What was sent meanwhile is
+// held, not lost, and delivered by Resume. Call it from the test's
+// goroutine.
+func (l *Link) Pause() { l.f.Pause() }
+
+// Resume ends a Pause: what was held is delivered, and traffic flows
+// again.
+func (l *Link) Resume() { l.f.Resume() }

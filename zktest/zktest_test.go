@@ -1,0 +1,163 @@
+package zktest_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/leakcheck"
+	"github.com/zklock/zklock/zktest"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+// The README's "Testing your code": a lock on the shared server, its
+// connection paused past the session timeout, and the hold is lost.
+func TestLinkPauseLosesHold(t *testing.T) {
+	t.Parallel()
+	cluster := zktest.Shared(t)
+	root := cluster.Root(t)
+	link := zktest.NewLink(t, cluster)
+	c, err := zklock.Connect(cluster.Servers(),
+		zklock.WithSessionTimeout(time.Second),
+		zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+	require.NoError(t, err)
+	defer c.Close()
+	m, err := zklock.NewMutex(c, root+"/job")
+	require.NoError(t, err)
+	hd, err := m.Lock(context.Background())
+	require.NoError(t, err)
+
+	link.Pause()
+	select {
+	case <-hd.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hold outlived a paused connection")
+	}
+	assert.ErrorIs(t, hd.Err(), zklock.ErrLockLost)
+	link.Resume()
+	assert.ErrorIs(t, hd.Release(), zklock.ErrLockLost)
+}
+
+// A cut drops the connection at once; the session lives on, so a hold
+// under SessionPolicy stands.
+func TestLinkCut(t *testing.T) {
+	t.Parallel()
+	cluster := zktest.Shared(t)
+	root := cluster.Root(t)
+	link := zktest.NewLink(t, cluster)
+	c, err := zklock.Connect(cluster.Servers(),
+		zklock.WithErrorPolicy(zklock.SessionPolicy),
+		zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+	require.NoError(t, err)
+	defer c.Close()
+	states := make(chan zklock.ConnectionState, 16)
+	defer c.Listen(func(s zklock.ConnectionState) { states <- s })()
+	m, err := zklock.NewMutex(c, root+"/cut")
+	require.NoError(t, err)
+	hd, err := m.Lock(context.Background())
+	require.NoError(t, err)
+
+	link.Cut()
+	for want := zklock.StateSuspended; ; {
+		select {
+		case s := <-states:
+			if s == want && want == zklock.StateReconnected {
+				require.NoError(t, hd.Err(), "the hold stands: the session lived")
+				require.NoError(t, hd.Release())
+				return
+			}
+			if s == want {
+				want = zklock.StateReconnected
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no %v after the cut", want)
+		}
+	}
+}
+
+// The shared cluster belongs to every test: a test cannot stop it.
+func TestSharedIsNotControllable(t *testing.T) {
+	t.Parallel()
+	cluster := zktest.Shared(t)
+	for name, op := range map[string]func(int) error{"Stop": cluster.Stop, "Kill": cluster.Kill, "Restart": cluster.Restart} {
+		assert.ErrorIs(t, op(0), zktest.ErrUnsupported, name)
+	}
+	assert.NoError(t, cluster.Close(), "Close of the shared cluster does nothing")
+	assert.Equal(t, strings.Join(cluster.Servers(), ","), cluster.ConnectString())
+}
+
+// Root leaves a fresh path, named after the test, and deletes the tree
+// after the test.
+func TestRoot(t *testing.T) {
+	t.Parallel()
+	cluster := zktest.Shared(t)
+	var root string
+	t.Run("inner", func(t *testing.T) {
+		root = cluster.Root(t)
+		assert.True(t, strings.HasPrefix(root, "/zktest/TestRoot_inner"), root)
+		c, err := zklock.Connect(cluster.Servers())
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		m, err := zklock.NewMutex(c, root+"/a/b")
+		require.NoError(t, err)
+		hd, err := m.Lock(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, hd.Release())
+	})
+	c, err := zklock.Connect(cluster.Servers())
+	require.NoError(t, err)
+	defer c.Close()
+	ok, _, err := c.Conn().Exists(root)
+	require.NoError(t, err)
+	assert.False(t, ok, "the root is deleted after its test")
+}
+
+// A three-server ensemble of the test's own: its leader killed, another
+// leads, and the killed one restarts as a follower.
+func TestEnsembleKillLeader(t *testing.T) {
+	t.Parallel()
+	cluster := zktest.StartT(t, zktest.Config{Servers: 3})
+	if cluster.External() {
+		t.Skip("an ensemble given by ZK_SERVERS cannot be killed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	old, err := cluster.Leader(ctx)
+	require.NoError(t, err)
+	require.NoError(t, cluster.Kill(old))
+	now, err := cluster.Leader(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, old, now)
+	require.NoError(t, cluster.Restart(old))
+	again, err := cluster.Leader(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, now, again, "the restarted server follows")
+}
+
+// A nil context is refused, not a panic.
+func TestStartNilContext(t *testing.T) {
+	//lint:ignore SA1012 on purpose
+	_, err := zktest.Start(nil, zktest.Config{}) //nolint:staticcheck
+	require.Error(t, err)
+	assert.False(t, errors.Is(err, zktest.ErrUnsupported))
+}
+
+// Without a ZooKeeper to run, Start fails at once and says what to set.
+func TestStartWithoutZooKeeper(t *testing.T) {
+	t.Setenv("ZK_SERVERS", "")
+	t.Setenv("ZOOKEEPER_HOME", t.TempDir()) // no jars there
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := zktest.Start(ctx, zktest.Config{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ZOOKEEPER_HOME")
+	assert.Less(t, time.Since(start), 5*time.Second, "fails at once, never hangs")
+}
