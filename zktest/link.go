@@ -1,6 +1,8 @@
 package zktest
 
 import (
+	"context"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -54,3 +56,19 @@ func (l *Link) Pause() { l.f.Pause() }
 // Resume ends a Pause: what was held is delivered, and traffic flows
 // again.
 func (l *Link) Resume() { l.f.Resume() }
+
+// ExpireSession expires, now, the session of the client's latest
+// connection through the Link, as Curator's KillSession does: it attaches
+// to the session from a connection of its own (with the id and password
+// the server handed the client, which the Link saw) and closes it. The
+// servers delete the session's ephemeral nodes at once; the client's
+// connection is closed, and it learns on reconnecting that its session
+// expired (zklock reports StateLost, then StateReconnected with a new
+// session). It returns an error if no session was granted through the
+// Link yet, or if the session had already ended.
+func (l *Link) ExpireSession(ctx context.Context) error {
+	if ctx == nil {
+		return errors.New("zktest: expire session: nil context")
+	}
+	return l.f.ExpireSession(ctx)
+}

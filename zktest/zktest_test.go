@@ -161,3 +161,46 @@ func TestStartWithoutZooKeeper(t *testing.T) {
 	assert.Contains(t, err.Error(), "ZOOKEEPER_HOME")
 	assert.Less(t, time.Since(start), 5*time.Second, "fails at once, never hangs")
 }
+
+// ExpireSession ends the client's session at once: its hold is lost
+// (the node is gone from the server), and the Client comes back with a
+// new session.
+func TestLinkExpireSession(t *testing.T) {
+	t.Parallel()
+	cluster := zktest.Shared(t)
+	root := cluster.Root(t)
+	link := zktest.NewLink(t, cluster)
+	c, err := zklock.Connect(cluster.Servers(),
+		zklock.WithErrorPolicy(zklock.SessionPolicy),
+		zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+	require.NoError(t, err)
+	defer c.Close()
+	states := make(chan zklock.ConnectionState, 16)
+	defer c.Listen(func(s zklock.ConnectionState) { states <- s })()
+	old := c.Conn().SessionID()
+	m, err := zklock.NewMutex(c, root+"/expire")
+	require.NoError(t, err)
+	hd, err := m.Lock(context.Background())
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	require.NoError(t, link.ExpireSession(ctx))
+	select {
+	case <-hd.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hold outlived its session")
+	}
+	assert.ErrorIs(t, hd.Err(), zklock.ErrLockLost)
+	for s := zklock.StateConnected; s != zklock.StateReconnected; {
+		select {
+		case s = <-states:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no new session after the expiry; last state %v", s)
+		}
+	}
+	assert.NotEqual(t, old, c.Conn().SessionID(), "a new session")
+	assert.Less(t, time.Since(start), 5*time.Second, "at once, not after a session timeout (the default is 30s)")
+	assert.NoError(t, link.ExpireSession(ctx), "the new session can be expired too")
+}

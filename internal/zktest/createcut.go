@@ -163,6 +163,10 @@ func (p *Proxy) filterUp(pc *proxyConn, b []byte) []byte {
 // head until it is complete and stops at the head of the create's reply.
 // Only pc's server-to-client pipe calls it.
 func (p *Proxy) filterDown(pc *proxyConn, b []byte) ([]byte, bool) {
+	if sess, ok := pc.hi.add(b); ok {
+		sess.Server = p.target
+		p.sessions.set(sess)
+	}
 	s := &pc.down
 	cut := pc.cut.Load()
 	if cut == nil {

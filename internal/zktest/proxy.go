@@ -31,6 +31,8 @@ type Proxy struct {
 	conns   map[*proxyConn]struct{}
 	closed  bool
 	armed   *cutTrigger // set by CutOnCreate, cleared by the first create
+
+	sessions *sessionLog // the last session granted through the proxy (shared by a Faults' proxies); written before the accept loop starts
 }
 
 // proxyConn is one proxied connection.
@@ -49,24 +51,31 @@ type proxyConn struct {
 
 	// Owned by the server-to-client pipe (filterDown).
 	down frameScanner
+	hi   hello // the connect response, for Session
 }
 
 // NewProxy returns a proxy listening on 127.0.0.1 on a free port and
 // forwarding every connection it accepts to target. The caller must Close
 // it.
 func NewProxy(target string) (*Proxy, error) {
+	return newProxy(target, &sessionLog{})
+}
+
+// newProxy is NewProxy, recording the sessions it sees in sessions.
+func newProxy(target string, sessions *sessionLog) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("zktest: proxy for %s: listen: %w", target, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{
-		target:  target,
-		ln:      ln,
-		ctx:     ctx,
-		cancel:  cancel,
-		resumed: make(chan struct{}),
-		conns:   make(map[*proxyConn]struct{}),
+		target:   target,
+		ln:       ln,
+		ctx:      ctx,
+		cancel:   cancel,
+		resumed:  make(chan struct{}),
+		conns:    make(map[*proxyConn]struct{}),
+		sessions: sessions,
 	}
 	close(p.resumed)
 	p.wg.Add(1)
@@ -79,6 +88,10 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Target returns the address the proxy forwards to.
 func (p *Proxy) Target() string { return p.target }
+
+// Session returns the last session a server granted through the proxy
+// (a zero Session if none), for ExpireSession.
+func (p *Proxy) Session() Session { return p.sessions.get() }
 
 // Pause stops forwarding, in both directions, on every current connection
 // and on connections accepted later (those are accepted but not connected
@@ -296,7 +309,8 @@ type Faults struct {
 	proxies []*Proxy
 	byAddr  map[string]*Proxy
 
-	t          testing.TB // set by NewFaultsT
+	t          testing.TB  // set by NewFaultsT
+	sessions   *sessionLog // the last session granted through any proxy
 	resumeOnce sync.Once
 	mu         sync.Mutex // serialises CutOnCreate
 }
@@ -304,9 +318,9 @@ type Faults struct {
 // NewFaults starts one Proxy for each address in servers. The caller must
 // Close it.
 func NewFaults(servers []string) (*Faults, error) {
-	f := &Faults{servers: append([]string(nil), servers...), byAddr: make(map[string]*Proxy)}
+	f := &Faults{servers: append([]string(nil), servers...), byAddr: make(map[string]*Proxy), sessions: &sessionLog{}}
 	for _, s := range servers {
-		p, err := NewProxy(s)
+		p, err := newProxy(s, f.sessions)
 		if err != nil {
 			f.Close()
 			return nil, err
@@ -391,6 +405,16 @@ func (f *Faults) Cut() {
 	for _, p := range f.proxies {
 		p.Cut()
 	}
+}
+
+// Session returns the last session a server granted through any proxy
+// of f: that of the client's current connection, if one client uses f.
+func (f *Faults) Session() Session { return f.sessions.get() }
+
+// ExpireSession expires f's last session (see Session and the function
+// ExpireSession).
+func (f *Faults) ExpireSession(ctx context.Context) error {
+	return ExpireSession(ctx, f.Session())
 }
 
 // Close closes every proxy. It is idempotent.

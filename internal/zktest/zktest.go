@@ -45,7 +45,9 @@
 // zk.WithDialer) and can pause or cut the traffic, to provoke
 // disconnections and session expiry, or cut a connection right after the
 // server has executed a create whose reply the client never gets
-// ([Proxy.CutOnCreate]). Servers of a cluster started with
+// ([Proxy.CutOnCreate]). [ExpireSession] ends the session a proxy saw
+// granted, on the spot, as Curator's KillSession does. Servers of a
+// cluster started with
 // [Config.Isolatable] can be cut off from each other ([Partitioner]).
 package zktest
 
