@@ -16,22 +16,23 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zklock/zklock/internal/zktest"
+	kit "github.com/zklock/zklock/zktest"
 )
 
 // Servers returns the servers in ZK_SERVERS (comma-separated host:port)
 // and a no-op stop function, or, when ZK_SERVERS is unset, starts a
-// ZooKeeper server (see zktest.Start), says so on out, and returns its
+// ZooKeeper server (with the public test kit's Start), says so on out, and returns its
 // address and a function that stops it and removes its data.
 func Servers(ctx context.Context, out io.Writer) (servers []string, stop func(), err error) {
 	if s := os.Getenv("ZK_SERVERS"); s != "" {
 		return strings.Split(s, ","), func() {}, nil
 	}
 	fmt.Fprintln(out, "ZK_SERVERS is unset: starting a ZooKeeper server...")
-	cluster, err := zktest.Start(ctx, zktest.Config{})
+	cluster, err := kit.Start(ctx, kit.Config{}) // the public test kit, as a user's program would
 	if err != nil {
 		return nil, nil, fmt.Errorf("start ZooKeeper (run `make deps` to install it): %w", err)
 	}
-	fmt.Fprintf(out, "ZooKeeper (%s) at %s\n", cluster.Backend(), strings.Join(cluster.Servers(), ","))
+	fmt.Fprintf(out, "ZooKeeper at %s\n", cluster.ConnectString())
 	return cluster.Servers(), func() { cluster.Close() }, nil
 }
 
