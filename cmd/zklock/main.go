@@ -12,6 +12,7 @@
 //	                                     run CMD while holding the lock
 //	zklock exec -latch ID [flags] PATH -- CMD [ARGS...]
 //	                                     run CMD while leading the election
+//	zklock dev [-servers N]              run ZooKeeper for local development
 //	zklock version                       print the version (also -version)
 //	zklock help [COMMAND]                print usage
 //
@@ -192,6 +193,7 @@ Usage:
   zklock break   [flags] PATH NODE         delete NODE, ending its hold (asks first)
   zklock exec    [flags] PATH -- CMD [ARGS...]
                                            run CMD while holding the lock
+  zklock dev [-servers N]                  run ZooKeeper for local development, until Ctrl-C
   zklock version                           print the version (also -version)
   zklock help [COMMAND]                    print usage (also -h)
 
@@ -220,6 +222,7 @@ func commands() map[string]command {
 		"list":    {runList, func(w io.Writer) { newListFlags().printUsage(w) }},
 		"break":   {runBreak, func(w io.Writer) { newBreakFlags().printUsage(w) }},
 		"version": {runVersion, func(w io.Writer) { fmt.Fprint(w, versionUsage) }},
+		"dev":     {runDev, func(w io.Writer) { fmt.Fprint(w, devUsage) }},
 	}
 }
 
