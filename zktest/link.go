@@ -57,6 +57,26 @@ func (l *Link) Pause() { l.f.Pause() }
 // again.
 func (l *Link) Resume() { l.f.Resume() }
 
+// Blackhole makes the Link swallow everything until Restore: connections
+// are accepted and stay open, nothing is answered, and what is sent
+// meanwhile is lost (a Pause keeps it). The client's reads time out, as
+// with Pause. Call it from the test's goroutine.
+func (l *Link) Blackhole() { l.f.Pause() }
+
+// Restore ends a Blackhole (or a Pause, dropping what it held): the
+// connections that went silent are closed, so the client reconnects at
+// once, and new ones pass as usual.
+func (l *Link) Restore() {
+	l.f.Cut() // drops what the pause held
+	l.f.Resume()
+}
+
+// SetDelay delays the client's traffic through the Link: every chunk of
+// data, in either direction, is held for d before it is passed on, so a
+// round trip takes about 2d longer (and a busy connection's throughput
+// drops, since chunks wait one after the other). 0 ends the delay.
+func (l *Link) SetDelay(d time.Duration) { l.f.SetDelay(d) }
+
 // ExpireSession expires, now, the session of the client's latest
 // connection through the Link, as Curator's KillSession does: it attaches
 // to the session from a connection of its own (with the id and password

@@ -43,7 +43,8 @@
 // zk.WithDialer): [Link.Cut] drops the client's connection at once,
 // [Link.Pause] makes it silent (the client's reads time out, and a pause
 // longer than the session timeout expires the session on the servers),
-// [Link.Resume] ends a pause, and [Link.ExpireSession] expires the
+// [Link.Resume] ends a pause; [Link.Blackhole] swallows the traffic until
+// [Link.Restore]; [Link.SetDelay] adds latency; and [Link.ExpireSession] expires the
 // client's session on the spot, as Curator's KillSession does.
 //
 // The package imports only go-zookeeper and the standard library.

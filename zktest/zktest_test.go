@@ -65,21 +65,10 @@ func TestLinkCut(t *testing.T) {
 	require.NoError(t, err)
 
 	link.Cut()
-	for want := zklock.StateSuspended; ; {
-		select {
-		case s := <-states:
-			if s == want && want == zklock.StateReconnected {
-				require.NoError(t, hd.Err(), "the hold stands: the session lived")
-				require.NoError(t, hd.Release())
-				return
-			}
-			if s == want {
-				want = zklock.StateReconnected
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatalf("no %v after the cut", want)
-		}
-	}
+	waitState(t, states, zklock.StateSuspended)
+	waitState(t, states, zklock.StateReconnected)
+	require.NoError(t, hd.Err(), "the hold stands: the session lived")
+	require.NoError(t, hd.Release())
 }
 
 // The shared cluster belongs to every test: a test cannot stop it.
@@ -193,14 +182,80 @@ func TestLinkExpireSession(t *testing.T) {
 		t.Fatal("the hold outlived its session")
 	}
 	assert.ErrorIs(t, hd.Err(), zklock.ErrLockLost)
-	for s := zklock.StateConnected; s != zklock.StateReconnected; {
-		select {
-		case s = <-states:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no new session after the expiry; last state %v", s)
-		}
-	}
+	waitState(t, states, zklock.StateReconnected)
 	assert.NotEqual(t, old, c.Conn().SessionID(), "a new session")
 	assert.Less(t, time.Since(start), 5*time.Second, "at once, not after a session timeout (the default is 30s)")
 	assert.NoError(t, link.ExpireSession(ctx), "the new session can be expired too")
+}
+
+// SetDelay adds latency: a round trip through the Link takes at least
+// twice the delay, and none once it is ended.
+func TestLinkSetDelay(t *testing.T) {
+	t.Parallel()
+	cluster := zktest.Shared(t)
+	link := zktest.NewLink(t, cluster)
+	conn, _, err := zk.Connect(cluster.Servers(), 10*time.Second, zk.WithDialer(link.Dial), zk.WithLogger(quiet{}))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Sync("/") // the session is up
+	require.NoError(t, err)
+	const d = 100 * time.Millisecond
+	link.SetDelay(d)
+	start := time.Now()
+	_, _, err = conn.Exists("/")
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(start), 2*d, "a round trip waits the delay each way")
+	link.SetDelay(0)
+	start = time.Now()
+	_, _, err = conn.Exists("/")
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 2*d, "no delay once it is ended")
+}
+
+// quiet silences go-zookeeper's log.
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+// A blackhole suspends the client; Restore lets it reconnect at once, to
+// the same session, so a hold under SessionPolicy rides it out.
+func TestLinkBlackholeRestore(t *testing.T) {
+	t.Parallel()
+	cluster := zktest.Shared(t)
+	root := cluster.Root(t)
+	link := zktest.NewLink(t, cluster)
+	c, err := zklock.Connect(cluster.Servers(),
+		zklock.WithSessionTimeout(6*time.Second),
+		zklock.WithErrorPolicy(zklock.SessionPolicy),
+		zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+	require.NoError(t, err)
+	defer c.Close()
+	states := make(chan zklock.ConnectionState, 16)
+	defer c.Listen(func(s zklock.ConnectionState) { states <- s })()
+	m, err := zklock.NewMutex(c, root+"/blackhole")
+	require.NoError(t, err)
+	hd, err := m.Lock(context.Background())
+	require.NoError(t, err)
+
+	link.Blackhole()
+	waitState(t, states, zklock.StateSuspended)
+	link.Restore()
+	waitState(t, states, zklock.StateReconnected)
+	require.NoError(t, hd.Err(), "the session lived through the blackhole")
+	require.NoError(t, hd.Release())
+}
+
+// waitState reads states until want comes (bounded).
+func waitState(t *testing.T, states <-chan zklock.ConnectionState, want zklock.ConnectionState) {
+	t.Helper()
+	for {
+		select {
+		case s := <-states:
+			if s == want {
+				return
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no %v within 20s", want)
+		}
+	}
 }

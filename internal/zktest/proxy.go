@@ -33,6 +33,7 @@ type Proxy struct {
 	armed   *cutTrigger // set by CutOnCreate, cleared by the first create
 
 	sessions *sessionLog // the last session granted through the proxy (shared by a Faults' proxies); written before the accept loop starts
+	delay    atomic.Int64 // nanoseconds each chunk is held before it is forwarded (SetDelay)
 }
 
 // proxyConn is one proxied connection.
@@ -119,6 +120,12 @@ func (p *Proxy) Resume() {
 		close(p.resumed)
 	}
 }
+
+// SetDelay holds every chunk of data read from either side for d before
+// forwarding it, from now on (0 ends the delay): a round trip gains about
+// 2d. Chunks are delayed one after the other, so a busy connection's
+// throughput drops too.
+func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(max(d, 0))) }
 
 // Cut closes every connection the proxy has accepted, at once and in both
 // directions, so the client sees an immediate disconnect; data held by a
@@ -280,6 +287,15 @@ func (p *Proxy) pipe(pc *proxyConn, dst, src net.Conn, filter func([]byte) ([]by
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if d := time.Duration(p.delay.Load()); d > 0 && n > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-pc.ctx.Done():
+				t.Stop()
+				return
+			}
+		}
 		if !p.waitResumed(pc) {
 			return
 		}
@@ -397,6 +413,13 @@ func (f *Faults) Pause() {
 func (f *Faults) Resume() {
 	for _, p := range f.proxies {
 		p.Resume()
+	}
+}
+
+// SetDelay sets every proxy's delay (see Proxy.SetDelay).
+func (f *Faults) SetDelay(d time.Duration) {
+	for _, p := range f.proxies {
+		p.SetDelay(d)
 	}
 }
 
