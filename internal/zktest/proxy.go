@@ -32,7 +32,7 @@ type Proxy struct {
 	closed  bool
 	armed   *cutTrigger // set by CutOnCreate, cleared by the first create
 
-	sessions *sessionLog // the last session granted through the proxy (shared by a Faults' proxies); written before the accept loop starts
+	sessions *sessionLog  // the last session granted through the proxy (shared by a Faults' proxies); written before the accept loop starts
 	delay    atomic.Int64 // nanoseconds each chunk is held before it is forwarded (SetDelay)
 }
 
