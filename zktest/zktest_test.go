@@ -3,6 +3,7 @@ package zktest_test
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -256,6 +257,20 @@ func waitState(t *testing.T, states <-chan zklock.ConnectionState, want zklock.C
 			}
 		case <-time.After(20 * time.Second):
 			t.Fatalf("no %v within 20s", want)
+		}
+	}
+}
+
+// The kit adds nothing to its users' builds but go-zookeeper: every
+// package it imports, all the way down, is the standard library's,
+// go-zookeeper's or this module's.
+func TestKitImportsOnlyGoZooKeeper(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, p := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(p, "github.com/zklock/zklock/") && p != "github.com/go-zookeeper/zk" {
+			t.Errorf("the kit imports %s", p)
 		}
 	}
 }
