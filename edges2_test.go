@@ -155,6 +155,36 @@ func holdAsync(ctx context.Context, m *zklock.Mutex) <-chan held {
 	return inBackground(func() (*zklock.Hold, error) { return m.Lock(ctx) })
 }
 
+// shortSession are the options of a Client whose connection goes through
+// faults, with a 2s session that a pause expires, and a retry policy
+// that outlasts the tests' outages.
+func shortSession(faults *zktest.Faults) []zklock.Option {
+	return []zklock.Option{
+		zklock.WithSessionTimeout(2 * time.Second),
+		zklock.WithRetryPolicy(zklock.RetryUntilElapsed{Max: 30 * time.Second, Sleep: 100 * time.Millisecond}),
+		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+	}
+}
+
+// sessionMarker creates an ephemeral node of c's current session under
+// the test's root: its going tells that the session ended on the server.
+func sessionMarker(t *testing.T, e *env, c *zklock.Client) string {
+	t.Helper()
+	marker := e.root + "/marker"
+	_, err := c.Conn().Create(marker, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	return marker
+}
+
+// waitGone waits until the node at p no longer exists.
+func waitGone(t *testing.T, e *env, p, what string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		ok, _, err := e.admin.Exists(p)
+		return err == nil && !ok
+	}, 15*time.Second, 5*time.Millisecond, what)
+}
+
 // A Lock begun while the connection is down keeps its place in the FIFO
 // queue once it has one, even though the session it began under expires
 // and its node is created in the new one. H holds P; B's Lock starts while
@@ -175,22 +205,13 @@ func TestIntegration_EdgeSuspendedAcquireKeepsPlace(t *testing.T) {
 	require.NoError(t, err)
 
 	faults := zktest.NewFaultsT(t, e.servers)
-	cb := e.client(
-		zklock.WithSessionTimeout(2*time.Second),
-		zklock.WithRetryPolicy(zklock.RetryUntilElapsed{Max: 30 * time.Second, Sleep: 100 * time.Millisecond}),
-		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
-	)
-	marker := e.root + "/marker"
-	_, err = cb.Conn().Create(marker, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-	require.NoError(t, err)
+	cb := e.client(shortSession(faults)...)
+	marker := sessionMarker(t, e, cb)
 
 	faults.Pause()
 	waitState(t, cb, 10*time.Second, zklock.StateSuspended, zklock.StateLost)
 	b := holdAsync(bg, e.mutex(cb, "/fifo"))
-	require.Eventually(t, func() bool {
-		ok, _, err := e.admin.Exists(marker)
-		return err == nil && !ok
-	}, 15*time.Second, 5*time.Millisecond, "B's session expires on the server")
+	waitGone(t, e, marker, "B's session expires on the server")
 	faults.Resume()
 
 	requireKeepsPlace(t, e, p, cb, h, b)
@@ -215,14 +236,8 @@ func TestIntegration_EdgeSessionReplacedDuringCreate(t *testing.T) {
 	faults := zktest.NewFaultsT(t, e.servers)
 	paused, proceed := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	cb, f := e.faultClient(
-		zklock.WithSessionTimeout(2*time.Second),
-		zklock.WithRetryPolicy(zklock.RetryUntilElapsed{Max: 30 * time.Second, Sleep: 100 * time.Millisecond}),
-		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
-	)
-	marker := e.root + "/marker"
-	_, err = cb.Conn().Create(marker, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-	require.NoError(t, err)
+	cb, f := e.faultClient(shortSession(faults)...)
+	marker := sessionMarker(t, e, cb)
 	old := cb.Conn().SessionID()
 	f.setBeforeCreate(func(string) {
 		once.Do(func() { // the first create of the lock node waits for a new session
@@ -233,10 +248,7 @@ func TestIntegration_EdgeSessionReplacedDuringCreate(t *testing.T) {
 	b := holdAsync(bg, e.mutex(cb, "/mid-create"))
 	await(t, paused, 10*time.Second)
 	faults.Pause()
-	require.Eventually(t, func() bool {
-		ok, _, err := e.admin.Exists(marker)
-		return err == nil && !ok
-	}, 15*time.Second, 5*time.Millisecond, "B's session expires on the server")
+	waitGone(t, e, marker, "B's session expires on the server")
 	faults.Resume()
 	require.Eventually(t, func() bool {
 		s := cb.Conn().SessionID()

@@ -50,26 +50,12 @@ func TestLinkPauseLosesHold(t *testing.T) {
 // under SessionPolicy stands.
 func TestLinkCut(t *testing.T) {
 	t.Parallel()
-	cluster := zktest.Shared(t)
-	root := cluster.Root(t)
-	link := zktest.NewLink(t, cluster)
-	c, err := zklock.Connect(cluster.Servers(),
-		zklock.WithErrorPolicy(zklock.SessionPolicy),
-		zklock.WithZKOptions(zk.WithDialer(link.Dial)))
-	require.NoError(t, err)
-	defer c.Close()
-	states := make(chan zklock.ConnectionState, 16)
-	defer c.Listen(func(s zklock.ConnectionState) { states <- s })()
-	m, err := zklock.NewMutex(c, root+"/cut")
-	require.NoError(t, err)
-	hd, err := m.Lock(context.Background())
-	require.NoError(t, err)
-
-	link.Cut()
-	waitState(t, states, zklock.StateSuspended)
-	waitState(t, states, zklock.StateReconnected)
-	require.NoError(t, hd.Err(), "the hold stands: the session lived")
-	require.NoError(t, hd.Release())
+	l := lockThroughLink(t, "cut", zklock.WithErrorPolicy(zklock.SessionPolicy))
+	l.link.Cut()
+	waitState(t, l.states, zklock.StateSuspended)
+	waitState(t, l.states, zklock.StateReconnected)
+	require.NoError(t, l.hd.Err(), "the hold stands: the session lived")
+	require.NoError(t, l.hd.Release())
 }
 
 // The shared cluster belongs to every test: a test cannot stop it.
@@ -157,36 +143,22 @@ func TestStartWithoutZooKeeper(t *testing.T) {
 // new session.
 func TestLinkExpireSession(t *testing.T) {
 	t.Parallel()
-	cluster := zktest.Shared(t)
-	root := cluster.Root(t)
-	link := zktest.NewLink(t, cluster)
-	c, err := zklock.Connect(cluster.Servers(),
-		zklock.WithErrorPolicy(zklock.SessionPolicy),
-		zklock.WithZKOptions(zk.WithDialer(link.Dial)))
-	require.NoError(t, err)
-	defer c.Close()
-	states := make(chan zklock.ConnectionState, 16)
-	defer c.Listen(func(s zklock.ConnectionState) { states <- s })()
-	old := c.Conn().SessionID()
-	m, err := zklock.NewMutex(c, root+"/expire")
-	require.NoError(t, err)
-	hd, err := m.Lock(context.Background())
-	require.NoError(t, err)
-
+	l := lockThroughLink(t, "expire", zklock.WithErrorPolicy(zklock.SessionPolicy))
+	old := l.c.Conn().SessionID()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	require.NoError(t, link.ExpireSession(ctx))
+	require.NoError(t, l.link.ExpireSession(ctx))
 	select {
-	case <-hd.Done():
+	case <-l.hd.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the hold outlived its session")
 	}
-	assert.ErrorIs(t, hd.Err(), zklock.ErrLockLost)
-	waitState(t, states, zklock.StateReconnected)
-	assert.NotEqual(t, old, c.Conn().SessionID(), "a new session")
+	assert.ErrorIs(t, l.hd.Err(), zklock.ErrLockLost)
+	waitState(t, l.states, zklock.StateReconnected)
+	assert.NotEqual(t, old, l.c.Conn().SessionID(), "a new session")
 	assert.Less(t, time.Since(start), 5*time.Second, "at once, not after a session timeout (the default is 30s)")
-	assert.NoError(t, link.ExpireSession(ctx), "the new session can be expired too")
+	assert.NoError(t, l.link.ExpireSession(ctx), "the new session can be expired too")
 }
 
 // SetDelay adds latency: a round trip through the Link takes at least
@@ -222,28 +194,42 @@ func (quiet) Printf(string, ...any) {}
 // the same session, so a hold under SessionPolicy rides it out.
 func TestLinkBlackholeRestore(t *testing.T) {
 	t.Parallel()
+	l := lockThroughLink(t, "blackhole", zklock.WithSessionTimeout(6*time.Second), zklock.WithErrorPolicy(zklock.SessionPolicy))
+	l.link.Blackhole()
+	waitState(t, l.states, zklock.StateSuspended)
+	l.link.Restore()
+	waitState(t, l.states, zklock.StateReconnected)
+	require.NoError(t, l.hd.Err(), "the session lived through the blackhole")
+	require.NoError(t, l.hd.Release())
+}
+
+// linked is a test's Client whose connection goes through a Link, with
+// a hold of a lock under the test's root and the Client's states.
+type linked struct {
+	link   *zktest.Link
+	c      *zklock.Client
+	hd     *zklock.Hold
+	states <-chan zklock.ConnectionState
+}
+
+// lockThroughLink connects a Client through a new Link to the shared
+// cluster, with opts, and locks root/name. The Client is closed when the
+// test ends, before the root's check.
+func lockThroughLink(t *testing.T, name string, opts ...zklock.Option) linked {
+	t.Helper()
 	cluster := zktest.Shared(t)
 	root := cluster.Root(t)
 	link := zktest.NewLink(t, cluster)
-	c, err := zklock.Connect(cluster.Servers(),
-		zklock.WithSessionTimeout(6*time.Second),
-		zklock.WithErrorPolicy(zklock.SessionPolicy),
-		zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+	c, err := zklock.Connect(cluster.Servers(), append(opts, zklock.WithZKOptions(zk.WithDialer(link.Dial)))...)
 	require.NoError(t, err)
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	states := make(chan zklock.ConnectionState, 16)
-	defer c.Listen(func(s zklock.ConnectionState) { states <- s })()
-	m, err := zklock.NewMutex(c, root+"/blackhole")
+	t.Cleanup(c.Listen(func(s zklock.ConnectionState) { states <- s }))
+	m, err := zklock.NewMutex(c, root+"/"+name)
 	require.NoError(t, err)
 	hd, err := m.Lock(context.Background())
 	require.NoError(t, err)
-
-	link.Blackhole()
-	waitState(t, states, zklock.StateSuspended)
-	link.Restore()
-	waitState(t, states, zklock.StateReconnected)
-	require.NoError(t, hd.Err(), "the session lived through the blackhole")
-	require.NoError(t, hd.Release())
+	return linked{link, c, hd, states}
 }
 
 // waitState reads states until want comes (bounded).
