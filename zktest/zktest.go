@@ -31,9 +31,9 @@
 //	func TestMain(m *testing.M) { zktest.Main(m) }
 //
 //	func TestJob(t *testing.T) {
-//		zk := zktest.Shared(t)
-//		root := zk.Root(t) // "/zktest/TestJob-…", deleted after the test
-//		c, err := zklock.Connect(zk.Servers())
+//		cluster := zktest.Shared(t)
+//		root := cluster.Root(t) // "/zktest/TestJob", deleted after the test
+//		c, err := zklock.Connect(cluster.Servers())
 //		…
 //	}
 //
