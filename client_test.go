@@ -315,7 +315,7 @@ func TestIntegration_MutexACLProvider(t *testing.T) {
 func TestIntegration_WrappedConnMissedExpiry(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	conn, events, err := zk.Connect(e.servers, 1500*time.Millisecond, zk.WithLogger(quietLogger{}), zk.WithDialer(faults.Dial))
 	require.NoError(t, err)
 	defer conn.Close()
@@ -357,7 +357,7 @@ func TestIntegration_WrappedConnMissedExpiry(t *testing.T) {
 func TestIntegration_WrappedCloseDuringCutDeletesNode(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	var down atomic.Bool
 	var dials atomic.Int32
 	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/zktest"
+	kit "github.com/zklock/zklock/zktest"
 )
 
 // tryRecipe is one recipe's TryLock, returning the release of what it
@@ -85,7 +85,7 @@ type tried struct {
 func TestIntegration_EdgeTryLockDisconnected(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	c := e.client(zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
 	// Another Client creates every lock's path, and holds nothing: each
 	// lock is free.
@@ -158,7 +158,7 @@ func holdAsync(ctx context.Context, m *zklock.Mutex) <-chan held {
 // shortSession are the options of a Client whose connection goes through
 // faults, with a 2s session that a pause expires, and a retry policy
 // that outlasts the tests' outages.
-func shortSession(faults *zktest.Faults) []zklock.Option {
+func shortSession(faults *kit.Link) []zklock.Option {
 	return []zklock.Option{
 		zklock.WithSessionTimeout(2 * time.Second),
 		zklock.WithRetryPolicy(zklock.RetryUntilElapsed{Max: 30 * time.Second, Sleep: 100 * time.Millisecond}),
@@ -204,7 +204,7 @@ func TestIntegration_EdgeSuspendedAcquireKeepsPlace(t *testing.T) {
 	h, err := e.mutex(e.client(), "/fifo").Lock(bg)
 	require.NoError(t, err)
 
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	cb := e.client(shortSession(faults)...)
 	marker := sessionMarker(t, e, cb)
 
@@ -233,7 +233,7 @@ func TestIntegration_EdgeSessionReplacedDuringCreate(t *testing.T) {
 	h, err := e.mutex(e.client(), "/mid-create").Lock(bg)
 	require.NoError(t, err)
 
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	paused, proceed := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	cb, f := e.faultClient(shortSession(faults)...)
@@ -366,7 +366,7 @@ func TestIntegration_EdgeCloseQuiet(t *testing.T) {
 func TestIntegration_EdgeDeleteRetriedHasErr(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	var mu sync.Mutex
 	var events []zklock.Event // guarded by mu
 	c := e.client(

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/internal/zktest"
+	kit "github.com/zklock/zklock/zktest"
 )
 
 // requireOwned checks that the leadership hd stands on a node that exists
@@ -164,7 +165,7 @@ func TestIntegration_ElectionOldSessionNodeListedFirst(t *testing.T) {
 	e := setup(t)
 	bg := context.Background()
 	p := e.root + "/old-session"
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	stale := &staleConn{}
 	ca := e.client(
 		zklock.WithSessionTimeout(2*time.Second),
@@ -362,10 +363,10 @@ func TestIntegration_ElectionReconnectStorm(t *testing.T) {
 	defer cancel()
 	const n = 3
 	errs := make(chan error, n)
-	faults := make([]*zktest.Faults, n)
+	faults := make([]*kit.Link, n)
 	clients := make([]*zklock.Client, n)
 	for i := range n {
-		faults[i] = zktest.NewFaultsT(t, e.servers)
+		faults[i] = e.link()
 		policy := zklock.StandardPolicy
 		if i == 0 {
 			policy = zklock.SessionPolicy // keeps its leadership through short cuts
@@ -424,7 +425,7 @@ func TestIntegration_SelectorRequeues(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	bg := context.Background()
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	ca := e.client(zklock.WithSessionTimeout(1500*time.Millisecond), zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
 	sa, err := zklock.NewSelector(ca, e.root+"/selector", "a")
 	require.NoError(t, err)

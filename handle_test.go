@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/zktest"
 )
 
 // Tests of the Hold handle (hold.go) that every recipe returns.
@@ -235,7 +234,7 @@ func TestIntegration_TokenOfAnEndingHoldIsDeterministic(t *testing.T) {
 func TestIntegration_FirstWatchRidesOutABlip(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	g := &getWHook{}
 	c := e.client(
 		zklock.WithErrorPolicy(zklock.SessionPolicy),

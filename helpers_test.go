@@ -19,6 +19,7 @@ import (
 	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/internal/leakcheck"
 	"github.com/zklock/zklock/internal/zktest"
+	kit "github.com/zklock/zklock/zktest"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
@@ -30,6 +31,7 @@ func TestMain(m *testing.M) { leakcheck.Main(m) }
 type env struct {
 	t       *testing.T
 	servers []string
+	cluster *kit.Cluster // the public test kit's, nil for one it cannot give (TLS)
 	root    string
 	admin   *zk.Conn
 
@@ -39,10 +41,26 @@ type env struct {
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 
-// setup gives the test the shared server.
+// setup gives the test the shared server, through the public test kit
+// (package zktest, imported here as kit), as a user's tests get it.
 func setup(t *testing.T) *env {
 	t.Helper()
-	return setupOn(t, zktest.Shared(t))
+	return setupKit(t, kit.Shared(t))
+}
+
+// setupKit gives the test the kit's cluster c.
+func setupKit(t *testing.T, c *kit.Cluster) *env {
+	t.Helper()
+	e := setupOn(t, c.Servers())
+	e.cluster = c
+	return e
+}
+
+// link returns a kit Link to the test's cluster, for faults on one
+// client's connection (zk.WithDialer(link.Dial)).
+func (e *env) link() *kit.Link {
+	e.t.Helper()
+	return kit.NewLink(e.t, e.cluster)
 }
 
 // setupOn gives the test the given cluster.
@@ -50,11 +68,11 @@ func setup(t *testing.T) *env {
 // ACLs; the admin connection authenticates as each of them.
 var testDigestUsers = []string{"owner:pw", "owner:s3cret", "wrapped:pw"}
 
-func setupOn(t *testing.T, cluster zktest.Cluster) *env {
+func setupOn(t *testing.T, servers []string) *env {
 	t.Helper()
 	e := &env{
 		t:       t,
-		servers: cluster.Servers(),
+		servers: servers,
 		root:    "/zklock-test/" + unsafeChars.ReplaceAllString(t.Name(), "_"),
 	}
 	e.admin = zktest.ConnectT(t, e.servers)

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/zktest"
+	kit "github.com/zklock/zklock/zktest"
 )
 
 // The holder's traffic is paused for longer than its session timeout, so
@@ -22,7 +22,7 @@ func TestIntegration_MutexHolderSessionExpires(t *testing.T) {
 	for _, policy := range []zklock.ErrorPolicy{zklock.StandardPolicy, zklock.SessionPolicy} {
 		t.Run(policy.String(), func(t *testing.T) {
 			e := setup(t)
-			faults := zktest.NewFaultsT(t, e.servers)
+			faults := e.link()
 			hc := e.client(
 				zklock.WithSessionTimeout(1500*time.Millisecond),
 				zklock.WithErrorPolicy(policy),
@@ -81,7 +81,7 @@ func TestIntegration_MutexShortSuspension(t *testing.T) {
 	for _, policy := range []zklock.ErrorPolicy{zklock.StandardPolicy, zklock.SessionPolicy} {
 		t.Run(policy.String(), func(t *testing.T) {
 			e := setup(t)
-			faults := zktest.NewFaultsT(t, e.servers)
+			faults := e.link()
 			// SessionPolicy trusts a suspended session for about a quarter
 			// of its timeout, and go-zookeeper waits a second before it
 			// dials the only server again.
@@ -114,8 +114,8 @@ func TestIntegration_MutexShortSuspension(t *testing.T) {
 // and keeps its hold; a waiter gets the lock after the release.
 func TestIntegration_EnsembleHolderServerStops(t *testing.T) {
 	t.Parallel()
-	cluster := zktest.StartT(t, zktest.Config{Size: 3})
-	e := setupOn(t, cluster)
+	cluster := kit.StartT(t, kit.Config{Servers: 3})
+	e := setupKit(t, cluster)
 	hc := e.client(zklock.WithErrorPolicy(zklock.SessionPolicy), zklock.WithSessionTimeout(12*time.Second))
 	holder := e.mutex(hc, "/ensemble")
 	waiter := e.mutex(e.client(), "/ensemble")
@@ -145,7 +145,7 @@ func TestIntegration_EnsembleHolderServerStops(t *testing.T) {
 	a := await(t, got, 20*time.Second)
 	require.NoError(t, a.err)
 	require.NoError(t, waiter.Release(a.ctx))
-	require.NoError(t, cluster.Start(connected))
+	require.NoError(t, cluster.Restart(connected))
 }
 
 // Someone deletes the holder's node: the hold context is cancelled with
@@ -195,7 +195,7 @@ func (g *getWHook) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 func TestIntegration_HoldLostWhileRewatching(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	g := &getWHook{}
 	hc := e.client(
 		zklock.WithSessionTimeout(2*time.Second),

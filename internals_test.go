@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/zktest"
+	kit "github.com/zklock/zklock/zktest"
 )
 
 // A waiter's node deleted by someone else: the waiter queues again with a
@@ -43,7 +43,7 @@ func TestIntegration_WaiterNodeDeletedRequeues(t *testing.T) {
 func TestIntegration_WaiterSessionExpiresRequeues(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	wc := e.client(
 		zklock.WithSessionTimeout(1500*time.Millisecond),
 		zklock.WithRetryPolicy(zklock.RetryUntilElapsed{Max: time.Minute, Sleep: 50 * time.Millisecond}),
@@ -129,8 +129,8 @@ func TestIntegration_AbandonedWatchesStayBounded(t *testing.T) {
 // rides out the outage and eventually acquires.
 func TestIntegration_MutexServerRestartWhileWaiting(t *testing.T) {
 	t.Parallel()
-	cluster := zktest.StartT(t, zktest.Config{})
-	e := setupOn(t, cluster)
+	cluster := kit.StartT(t, kit.Config{})
+	e := setupKit(t, cluster)
 	// SessionPolicy trusts a suspended session for about a quarter of its
 	// timeout: long enough here for the server to restart under load.
 	hc := e.client(zklock.WithErrorPolicy(zklock.SessionPolicy), zklock.WithSessionTimeout(40*time.Second))
@@ -145,7 +145,7 @@ func TestIntegration_MutexServerRestartWhileWaiting(t *testing.T) {
 
 	require.NoError(t, cluster.Stop(0))
 	waitState(t, wc, 10*time.Second, zklock.StateSuspended)
-	require.NoError(t, cluster.Start(0))
+	require.NoError(t, cluster.Restart(0))
 	waitState(t, hc, 20*time.Second, zklock.StateReconnected)
 	require.NoError(t, h.Err(), "SessionPolicy: the session survived the restart")
 	require.NoError(t, holder.Release(h))
@@ -481,7 +481,7 @@ func TestIntegration_GrantWithoutListingIgnoresRevocation(t *testing.T) {
 func TestIntegration_GrantWithoutListingAfterSessionLoss(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	holder := e.mutex(e.client(), "/sess")
 	h, err := holder.Lock(context.Background())
 	require.NoError(t, err)

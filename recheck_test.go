@@ -8,7 +8,6 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/zktest"
 )
 
 // ZooKeeper acknowledges a delete that a change of leader then undoes (the
@@ -19,7 +18,7 @@ import (
 func TestIntegration_UndoneDeleteIsRedone(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	hc, f := e.faultClient(zklock.WithSessionTimeout(8*time.Second), zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
 	holder := e.mutex(hc, "/undone")
 	waiter := e.mutex(e.client(), "/undone")

@@ -188,7 +188,7 @@ func TestIntegration_SecurityTLS(t *testing.T) {
 	require.True(t, ok, "a %s cluster started with TLS is not a SecureCluster", cluster.Backend())
 	secure := sc.SecureServers()
 	require.Len(t, secure, 1)
-	e := setupOn(t, cluster) // its admin uses the plaintext port
+	e := setupOn(t, cluster.Servers()) // its admin uses the plaintext port
 
 	tlsMutexExcludes(t, e, secure, pki)
 

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/zktest"
 )
 
 func (e *env) semaphore(c *zklock.Client, name string, max int) *zklock.Semaphore {
@@ -309,7 +308,7 @@ func TestIntegration_SemaphoreRidesOutBlip(t *testing.T) {
 	held, err := e.semaphore(e.client(), "/blip", 1).Acquire(bg)
 	require.NoError(t, err)
 
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	wc := e.client(zklock.WithSessionTimeout(4*time.Second), zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
 	got := leaseAsync(bg, e.semaphore(wc, "/blip", 1))
 	waitChildren(t, e, e.root+"/blip/leases", 2)

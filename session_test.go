@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/zktest"
 )
 
 // Credentials are re-applied when go-zookeeper opens a new session after an
@@ -18,7 +17,7 @@ import (
 func TestIntegration_AuthSurvivesSessionExpiry(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	acl := append(zk.DigestACL(zk.PermAll, "owner", "pw"), zk.WorldACL(zk.PermRead)...)
 	c := e.client(
 		zklock.WithSessionTimeout(1500*time.Millisecond),
@@ -109,7 +108,7 @@ func TestIntegration_MutexListenAndClose(t *testing.T) {
 func TestIntegration_ListenStartsWithCurrentState(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	c := e.client(zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
 	states := make(chan zklock.ConnectionState, 100)
 	stop := c.Listen(func(s zklock.ConnectionState) { states <- s })
@@ -137,7 +136,7 @@ func TestIntegration_ListenStartsWithCurrentState(t *testing.T) {
 func TestIntegration_Ping(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	c := e.client(zklock.WithSessionTimeout(1500*time.Millisecond), zklock.WithErrorPolicy(zklock.SessionPolicy),
 		zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
 	ping := func(d time.Duration) error {

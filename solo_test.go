@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/zktest"
 )
 
 // The solo path (solo.go): a Mutex that keeps taking its lock alone
@@ -180,7 +179,7 @@ func TestIntegration_SoloSameMutexWaits(t *testing.T) {
 func TestIntegration_SoloReconnectLists(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	c, cc := e.countingClient(
 		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
 		zklock.WithErrorPolicy(zklock.SessionPolicy),
@@ -288,7 +287,7 @@ func TestIntegration_SoloReadWriteLock(t *testing.T) {
 func TestIntegration_SoloSessionExpires(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	faults := zktest.NewFaultsT(t, e.servers)
+	faults := e.link()
 	c := e.client(
 		zklock.WithSessionTimeout(1500*time.Millisecond),
 		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),

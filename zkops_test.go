@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/internal/zktest"
+	kit "github.com/zklock/zklock/zktest"
 )
 
 // A create whose response is lost is found again by its protected prefix:
@@ -172,8 +173,7 @@ func TestIntegration_ConnectionLossRetries(t *testing.T) {
 // sequence numbers start again.
 func TestIntegration_MutexContainerParentsReaped(t *testing.T) {
 	t.Parallel()
-	cluster := zktest.StartT(t, zktest.Config{ContainerCheckInterval: 100 * time.Millisecond})
-	e := setupOn(t, cluster)
+	e := setupKit(t, kit.StartT(t, kit.Config{ContainerCheckInterval: 100 * time.Millisecond}))
 	m := e.mutex(e.client(), "/reap/lock")
 	bg := context.Background()
 
