@@ -2,8 +2,8 @@
 // on zklock (or on go-zookeeper), as Apache Curator's curator-test
 // (TestingServer, TestingCluster) does for Java: a server or an ensemble
 // for a test or a whole package, servers to kill and restart, faults on
-// one client's connection, and a root path per test whose tree is deleted
-// when the test ends.
+// one client's connection, servers cut off from each other, and a root
+// path per test whose tree is deleted when the test ends.
 //
 // # Where the servers come from
 //
@@ -82,6 +82,14 @@ type Config struct {
 	// container nodes (ZooKeeper's znode.container.checkIntervalMs); 0
 	// keeps ZooKeeper's default, a minute.
 	ContainerCheckInterval time.Duration
+	// Partitionable asks for servers that can be cut off from each
+	// other ([Cluster.Isolate]) while clients still reach them. Each
+	// server then runs in a Linux network namespace of its own, on an
+	// address of a private 10.213.x.0/24 subnet, which needs root and
+	// the ip command (iproute2). Where that is impossible, and on
+	// ZK_SERVERS, Start fails with an error wrapping ErrUnsupported (so
+	// StartT skips).
+	Partitionable bool
 }
 
 // internal returns the harness's configuration for c.
@@ -92,6 +100,7 @@ func (c Config) internal() izk.Config {
 		MinSessionTimeout:      c.MinSessionTimeout,
 		MaxSessionTimeout:      c.MaxSessionTimeout,
 		ContainerCheckInterval: c.ContainerCheckInterval,
+		Isolatable:             c.Partitionable,
 	}
 }
 
@@ -173,6 +182,39 @@ func (c *Cluster) Restart(i int) error {
 // default, after 30 seconds).
 func (c *Cluster) Leader(ctx context.Context) (int, error) {
 	return izk.Leader(ctx, c.c)
+}
+
+// Isolate cuts server i off from every other server of the ensemble, in
+// both directions, while its clients still reach it: a server that loses
+// the quorum so stops serving them, and a leader isolated so is replaced
+// by a new one (see Leader). Isolating several servers cuts each off from
+// all others. It needs a Cluster started with Config.Partitionable, else
+// it returns an error wrapping ErrUnsupported.
+func (c *Cluster) Isolate(i int) error {
+	p, err := c.partitioner("isolate")
+	if err != nil {
+		return err
+	}
+	return p.Isolate(i)
+}
+
+// Heal restores every link Isolate cut. The servers find each other
+// again by themselves; Heal does not wait for that (Leader does). Its
+// errors are Isolate's.
+func (c *Cluster) Heal() error {
+	p, err := c.partitioner("heal")
+	if err != nil {
+		return err
+	}
+	return p.Heal()
+}
+
+// partitioner returns c's servers as a Partitioner, or why they are not.
+func (c *Cluster) partitioner(what string) (izk.Partitioner, error) {
+	if p, ok := c.c.(izk.Partitioner); ok && !c.shared {
+		return p, nil
+	}
+	return nil, fmt.Errorf("zktest: %s: the cluster was not started with Config.Partitionable: %w", what, ErrUnsupported)
 }
 
 // Close stops every server and removes their data. It is idempotent. On

@@ -260,3 +260,42 @@ func TestKitImportsOnlyGoZooKeeper(t *testing.T) {
 		}
 	}
 }
+
+// A partitionable ensemble: its leader cut off from the others, another
+// server leads and a client of the majority writes; healed, the old
+// leader follows again.
+func TestEnsemblePartition(t *testing.T) {
+	t.Parallel()
+	cluster := zktest.StartT(t, zktest.Config{Servers: 3, Partitionable: true}) // skips without root and ip
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	old, err := cluster.Leader(ctx)
+	require.NoError(t, err)
+	require.NoError(t, cluster.Isolate(old))
+	var majority []string
+	for i, s := range cluster.Servers() {
+		if i != old {
+			majority = append(majority, s)
+		}
+	}
+	c, err := zklock.Connect(majority, zklock.WithConnectTimeout(30*time.Second))
+	require.NoError(t, err)
+	defer c.Close()
+	m, err := zklock.NewMutex(c, "/partition/lock")
+	require.NoError(t, err)
+	hd, err := m.Lock(ctx) // the majority serves
+	require.NoError(t, err)
+	require.NoError(t, hd.Release())
+	require.NoError(t, cluster.Heal())
+	require.Eventually(t, func() bool {
+		l, err := cluster.Leader(ctx)
+		return err == nil && l != old
+	}, 30*time.Second, 100*time.Millisecond, "one leader, not the old one")
+}
+
+// Isolate needs a partitionable cluster.
+func TestIsolateUnsupported(t *testing.T) {
+	t.Parallel()
+	assert.ErrorIs(t, zktest.Shared(t).Isolate(0), zktest.ErrUnsupported)
+	assert.ErrorIs(t, zktest.Shared(t).Heal(), zktest.ErrUnsupported)
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/internal/leakcheck"
 	"github.com/zklock/zklock/internal/zktest"
+	kit "github.com/zklock/zklock/zktest"
 )
 
 // binary is the zklock command, built once by TestMain.
@@ -72,7 +73,7 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, servers: zktest.Shared(t).Servers()}
+	e := &env{t: t, servers: kit.Shared(t).Servers()} // the public test kit's shared server
 	e.root = "/zklock-cli-test/" + unsafeChars.ReplaceAllString(t.Name(), "_")
 	e.path = e.root + "/lock"
 	e.admin = zktest.ConnectT(t, e.servers)
