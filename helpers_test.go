@@ -136,14 +136,7 @@ func (e *env) children(p string) []string {
 // create makes a persistent node and its missing parents.
 func (e *env) create(p string) {
 	e.t.Helper()
-	for i := 1; i <= len(p); i++ {
-		if i == len(p) || p[i] == '/' {
-			_, err := e.admin.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll))
-			if err != nil && err != zk.ErrNodeExists {
-				require.NoError(e.t, err, p[:i])
-			}
-		}
-	}
+	require.NoError(e.t, zktest.CreatePath(e.admin, p))
 }
 
 // acquired is the outcome of an Acquire run in the background.

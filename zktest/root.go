@@ -1,12 +1,10 @@
 package zktest
 
 import (
-	"fmt"
 	"regexp"
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	izk "github.com/zklock/zklock/internal/zktest"
 )
 
@@ -35,7 +33,7 @@ func (c *Cluster) Root(t testing.TB) string {
 	if err := izk.DeleteTree(admin, root); err != nil {
 		t.Fatalf("zktest: root %s: %v", root, err)
 	}
-	if err := mkdirs(admin, root); err != nil {
+	if err := izk.CreatePath(admin, root); err != nil {
 		t.Fatalf("zktest: root %s: %v", root, err)
 	}
 	t.Cleanup(func() {
@@ -45,18 +43,4 @@ func (c *Cluster) Root(t testing.TB) string {
 		}
 	})
 	return root
-}
-
-// mkdirs creates p and its missing ancestors, as persistent nodes.
-func mkdirs(conn *zk.Conn, p string) error {
-	for i := 1; i <= len(p); i++ {
-		if i < len(p) && p[i] != '/' {
-			continue
-		}
-		_, err := conn.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll))
-		if err != nil && err != zk.ErrNodeExists {
-			return fmt.Errorf("create %s: %w", p[:i], err)
-		}
-	}
-	return nil
 }

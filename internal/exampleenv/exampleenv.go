@@ -59,13 +59,8 @@ func Put(conn *zk.Conn, p, value string) error {
 	if !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
-	for i := 1; i < len(p); i++ {
-		if p[i] != '/' {
-			continue
-		}
-		if _, err := conn.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return err
-		}
+	if err := zktest.CreatePath(conn, path.Dir(p)); err != nil {
+		return err
 	}
 	_, err = conn.Create(p, []byte(value), 0, zk.WorldACL(zk.PermAll))
 	return err

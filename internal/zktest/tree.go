@@ -121,6 +121,20 @@ func DeleteTree(conn *zk.Conn, root string) error {
 	return del(root)
 }
 
+// CreatePath creates p and its missing ancestors as empty persistent
+// nodes with an open ACL; nodes that exist are left as they are.
+func CreatePath(conn *zk.Conn, p string) error {
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' {
+			continue
+		}
+		if _, err := conn.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("zktest: create %s: %w", p[:i], err)
+		}
+	}
+	return nil
+}
+
 // nopLogger discards go-zk's log output.
 type nopLogger struct{}
 
