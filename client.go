@@ -61,7 +61,7 @@ type Client struct {
 	suspended  time.Time               // when the last suspension began
 	losses     uint64                  // number of session losses so far
 	changed    chan struct{}           // closed and replaced at every transition
-	up         context.Context         // cancelled when the connection leaves Connected or Reconnected (see whileConnected)
+	up         context.Context         // cancelled when the connection leaves Connected or Reconnected (see tryConnected)
 	upCancel   context.CancelCauseFunc // cancels up
 	closeBound time.Time               // set by Close: see pastCloseBound
 	listeners  map[*listener]struct{}  // active Listen callbacks

@@ -123,7 +123,7 @@ func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p str
 	if ctx.Err() != nil {
 		return nil, opErr(ctx, "campaign", p, ctx.Err())
 	}
-	key := holdKey{lockID{c, li.basePath, li.lockName}}
+	key := holdKey{li.id()}
 	release := func(h *hold) func() error { return func() error { return h.release(p) } }
 	if h, _ := ctx.Value(key).(*hold); h != nil && h.enter() {
 		return newHandle(h, h.ctx, p, release(h)), nil

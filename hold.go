@@ -280,11 +280,11 @@ func keyOf(owner any) any {
 	switch o := owner.(type) {
 	case *Mutex:
 		if o != nil && o.c != nil {
-			return lockID{o.c, o.li.basePath, o.li.lockName}
+			return o.li.id()
 		}
 	case *SemaphoreMutex:
 		if o != nil && o.s != nil {
-			return lockID{o.s.c, o.s.leases, ""}
+			return o.s.mutexID()
 		}
 	}
 	return owner

@@ -35,6 +35,11 @@ type lockInternals struct {
 	solo      *solo // a Mutex's: lets an acquire alone skip the listing; nil for none
 }
 
+// id identifies the lock li queues on (see lockID).
+func (li *lockInternals) id() lockID {
+	return lockID{li.c, li.basePath, li.lockName}
+}
+
 // shortcuts reports which of the engine's shortcuts the driver allows (see
 // lockInternals.decide). Both rest on two facts of the built-in
 // predicates: a node that holds still holds when nodes before it go, and
@@ -150,21 +155,19 @@ func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (*lockNode
 	}
 }
 
-// acquireTry is acquire, and for a Try, under whileConnected: a Try never
+// acquireTry is acquire, and for a Try, under tryConnected: a Try never
 // waits for a connection, and fails at once with an error wrapping
 // ErrNotConnected if the connection is down, or as soon as the Client
 // sees it go down, leaving no node behind.
-func (li *lockInternals) acquireTry(ctx context.Context, req acquireReq) (*lockNode, snapshot, error) {
+func (li *lockInternals) acquireTry(ctx context.Context, req acquireReq) (n *lockNode, snap snapshot, err error) {
 	if !req.try {
 		return li.acquire(ctx, req)
 	}
-	tctx, cancel, err := li.c.whileConnected(ctx)
-	if err != nil {
-		return nil, snapshot{}, err
-	}
-	defer cancel()
-	n, snap, err := li.acquire(tctx, req)
-	return n, snap, tryErr(ctx, tctx, err)
+	err = li.c.tryConnected(ctx, func(ctx context.Context) (err error) {
+		n, snap, err = li.acquire(ctx, req)
+		return err
+	})
+	return n, snap, err
 }
 
 // awaitUp waits until the connection is up, before a create.

@@ -52,7 +52,7 @@ type Mutex struct {
 	data  []byte        // node data
 	rules sideRules     // a read/write lock's rules for this side; zero for a plain Mutex
 
-	live liveCounter // holds of the lock that stand, through any Mutex of it (its lockCount); a Selector's own
+	live liveCounter // holds of the lock that stand, through any Mutex of it (its lockCount; a Selector's also counts its own terms)
 
 	mu     sync.Mutex   // protects revoke
 	revoke func(*Mutex) // revocation callback, nil if not revocable
@@ -98,7 +98,7 @@ func newMutex(c *Client, path, lockName string, maxLeases int, o lockOptions) (*
 		li:   lockInternals{c: c, basePath: c.fullPath(path), lockName: lockName, driver: o.driver, maxLeases: maxLeases, solo: &solo{}},
 		data: data,
 	}
-	m.live = lockCount{&c.lives, lockID{c, m.li.basePath, lockName}}
+	m.live = lockCount{&c.lives, m.li.id()}
 	return m, nil
 }
 

@@ -189,19 +189,17 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 	}
 }
 
-// acquireOnceTry is acquireOnce, and for a Try, under whileConnected (see
+// acquireOnceTry is acquireOnce, and for a Try, under tryConnected (see
 // lockInternals.acquireTry).
-func (s *Semaphore) acquireOnceTry(ctx context.Context, n int, try bool) ([]*Lease, error) {
+func (s *Semaphore) acquireOnceTry(ctx context.Context, n int, try bool) (leases []*Lease, err error) {
 	if !try {
 		return s.acquireOnce(ctx, n, false)
 	}
-	tctx, cancel, err := s.c.whileConnected(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	leases, err := s.acquireOnce(tctx, n, true)
-	return leases, tryErr(ctx, tctx, err)
+	err = s.c.tryConnected(ctx, func(ctx context.Context) (err error) {
+		leases, err = s.acquireOnce(ctx, n, true)
+		return err
+	})
+	return leases, err
 }
 
 // acquireOnce takes the internal lock, creates n lease nodes and waits

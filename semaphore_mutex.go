@@ -35,7 +35,7 @@ func NewSemaphoreMutex(c *Client, path string, opts ...LockOption) (*SemaphoreMu
 	if err != nil {
 		return nil, err
 	}
-	s.live = lockCount{&c.lives, lockID{c, s.leases, ""}} // holds belong to the lock
+	s.live = lockCount{&c.lives, s.mutexID()} // holds belong to the lock
 	return &SemaphoreMutex{s: s}, nil
 }
 
@@ -114,6 +114,11 @@ func (m *SemaphoreMutex) Release(ctx context.Context) error {
 // through another SemaphoreMutex of the same Client and path.
 func (m *SemaphoreMutex) IsAcquiredInThisProcess() bool {
 	return m != nil && m.s != nil && m.s.live.Load() > 0
+}
+
+// mutexID identifies the lock of a SemaphoreMutex on s (see lockID).
+func (s *Semaphore) mutexID() lockID {
+	return lockID{s.c, s.leases, ""}
 }
 
 // path returns the lock's path, "" for a SemaphoreMutex not made by

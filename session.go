@@ -165,30 +165,24 @@ func (c *Client) setUpLocked() {
 	c.upCancel(c.notConnectedLocked())
 }
 
-// whileConnected returns a context derived from ctx that is also
-// cancelled, with a cause wrapping ErrNotConnected (or ErrClosed), as soon
-// as the connection is no longer up; or, if it is not up now, that cause
-// at once. A Try acquire runs under it, so that it never waits for a
-// connection: see tryErr.
-func (c *Client) whileConnected(ctx context.Context) (context.Context, context.CancelFunc, error) {
+// tryConnected runs f, a Try acquire, under a context derived from ctx
+// that is also cancelled, with a cause wrapping ErrNotConnected (or
+// ErrClosed), as soon as the connection is no longer up, so that a Try
+// never waits for a connection. If the connection is not up now, it
+// returns why at once, without running f. It returns f's error, or the
+// connection's loss if that is what ended f (not ctx).
+func (c *Client) tryConnected(ctx context.Context, f func(context.Context) error) error {
 	c.mu.Lock()
 	up, why := c.up, c.notConnectedLocked()
 	c.mu.Unlock()
 	if up.Err() != nil {
-		return nil, nil, cmp.Or(why, context.Cause(up))
+		return cmp.Or(why, context.Cause(up))
 	}
 	tctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(context.Canceled)
 	stop := context.AfterFunc(up, func() { cancel(context.Cause(up)) })
-	return tctx, func() {
-		stop()
-		cancel(context.Canceled)
-	}, nil
-}
-
-// tryErr is the error of a Try acquire that ran under tctx, from
-// whileConnected(ctx), and failed with err: the connection's loss if that
-// is what ended it (not ctx), else err.
-func tryErr(ctx, tctx context.Context, err error) error {
+	defer stop()
+	err := f(tctx)
 	if err == nil || ctx.Err() != nil || tctx.Err() == nil {
 		return err
 	}
