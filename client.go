@@ -206,8 +206,9 @@ func parseServer(a string) (string, error) {
 // bracketedIPv6 returns the IPv6 address inside a, if a is one in
 // brackets, such as "[::1]" or "[fe80::1%eth0]".
 func bracketedIPv6(a string) (string, bool) {
-	inner, ok := strings.CutPrefix(a, "[")
-	if inner, ok = strings.CutSuffix(inner, "]"); !ok {
+	inner, opened := strings.CutPrefix(a, "[")
+	inner, closed := strings.CutSuffix(inner, "]")
+	if !opened || !closed {
 		return "", false
 	}
 	ip, err := netip.ParseAddr(inner)

@@ -330,6 +330,11 @@ func TestEdgeConnectBracketedIPv6(t *testing.T) {
 		}
 		assert.False(t, errors.Is(err, zklock.ErrInvalidArgument), "Connect(%q) refused the address: %v", server, err)
 	}
+	// Brackets hold an IPv6 address, and come in pairs.
+	for _, server := range []string{"::1]", "[::1", "[abc]", "[]"} {
+		_, err := zklock.Connect([]string{server}, zklock.WithConnectTimeout(500*time.Millisecond))
+		assert.ErrorIs(t, err, zklock.ErrInvalidArgument, "Connect(%q)", server)
+	}
 }
 
 // countingCtx counts the lookups that reach it.
