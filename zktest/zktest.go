@@ -226,14 +226,12 @@ func (c *Cluster) Close() error {
 	return c.c.Close()
 }
 
-// controllable returns an error wrapping ErrUnsupported if a test may not
-// stop, restart or kill c's servers.
+// controllable returns an error wrapping ErrUnsupported if c is the
+// shared cluster, whose servers a test may not stop, restart or kill. (An
+// ensemble given by ZK_SERVERS refuses by itself.)
 func (c *Cluster) controllable(what string) error {
-	switch {
-	case c.shared:
+	if c.shared {
 		return fmt.Errorf("zktest: %s: the shared cluster's servers belong to every test (start one of the test's own with StartT): %w", what, ErrUnsupported)
-	case c.External():
-		return fmt.Errorf("zktest: %s: the servers are an ensemble given by ZK_SERVERS: %w", what, ErrUnsupported)
 	}
 	return nil
 }
