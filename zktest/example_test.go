@@ -2,7 +2,10 @@ package zktest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/zktest"
@@ -40,4 +43,51 @@ func ExampleStart() {
 	// Output:
 	// locked
 	// released: <nil>
+}
+
+// A fault on one client's connection, outside a test: the Link's
+// ExpireSession ends the client's session on the spot, as Curator's
+// KillSession does, and the hold it had is lost. In a test, NewLink
+// gives the Link and closes it.
+func ExampleOpenLink() {
+	ctx := context.Background()
+	cluster, err := zktest.Start(ctx, zktest.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cluster.Close()
+	link, err := zktest.OpenLink(cluster.Servers())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer link.Close()
+
+	c, err := zklock.Connect(cluster.Servers(), zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	m, err := zklock.NewMutex(c, "/example/job")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	hold, err := m.Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := link.ExpireSession(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	<-hold.Done()
+	fmt.Println("lost:", errors.Is(hold.Err(), zklock.ErrLockLost))
+	fmt.Println("release says so too:", errors.Is(hold.Release(), zklock.ErrLockLost))
+	// Output:
+	// lost: true
+	// release says so too: true
 }

@@ -3,6 +3,7 @@ package zktest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -30,6 +31,25 @@ func NewLink(t testing.TB, c *Cluster) *Link {
 	t.Helper()
 	return &Link{f: izk.NewFaultsT(t, c.Servers())}
 }
+
+// OpenLink returns a Link to servers (host:port, as [Cluster.Servers]
+// gives them), for a program or a TestMain; the caller must Close it. In
+// a test, NewLink does that itself.
+func OpenLink(servers []string) (*Link, error) {
+	if len(servers) == 0 {
+		return nil, errors.New("zktest: open link: no servers")
+	}
+	f, err := izk.NewFaults(servers)
+	if err != nil {
+		return nil, fmt.Errorf("zktest: open link: %w", err)
+	}
+	return &Link{f: f}, nil
+}
+
+// Close ends a pause or a blackhole and closes the Link's proxies and
+// every connection through them; a client still dialling through the Link
+// then fails to connect. Closing a Link twice does nothing more.
+func (l *Link) Close() error { return l.f.Close() }
 
 // Dial is a zk.Dialer (zk.WithDialer(link.Dial)): it connects to the
 // proxy of address, one of the cluster's servers, or straight to address

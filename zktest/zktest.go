@@ -90,6 +90,12 @@ type Config struct {
 	// ZK_SERVERS, Start fails with an error wrapping ErrUnsupported (so
 	// StartT skips).
 	Partitionable bool
+	// Port, if not 0, is the first server's client port on 127.0.0.1;
+	// server i listens on Port+i. 0 picks free ports, which is what tests
+	// want: two test binaries never collide. A port in use makes Start
+	// fail, naming it. Start fails with an error wrapping ErrUnsupported
+	// on ZK_SERVERS, and with an error when Partitionable is set too.
+	Port int
 }
 
 // internal returns the harness's configuration for c.
@@ -101,6 +107,7 @@ func (c Config) internal() izk.Config {
 		MaxSessionTimeout:      c.MaxSessionTimeout,
 		ContainerCheckInterval: c.ContainerCheckInterval,
 		Isolatable:             c.Partitionable,
+		Port:                   c.Port,
 	}
 }
 

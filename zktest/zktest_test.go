@@ -3,6 +3,8 @@ package zktest_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os/exec"
 	"strings"
 	"testing"
@@ -298,4 +300,30 @@ func TestIsolateUnsupported(t *testing.T) {
 	t.Parallel()
 	assert.ErrorIs(t, zktest.Shared(t).Isolate(0), zktest.ErrUnsupported)
 	assert.ErrorIs(t, zktest.Shared(t).Heal(), zktest.ErrUnsupported)
+}
+
+// Config.Port puts the server on the port asked for; a port in use, a
+// port out of range and a port with Partitionable are errors that say so.
+func TestStartPort(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err = zktest.Start(ctx, zktest.Config{Port: port})
+	require.Error(t, err, "the port is in use")
+	assert.Contains(t, err.Error(), fmt.Sprintf("client port %d", port))
+	require.NoError(t, ln.Close())
+
+	cluster := zktest.StartT(t, zktest.Config{Port: port})
+	assert.Equal(t, []string{fmt.Sprintf("127.0.0.1:%d", port)}, cluster.Servers())
+	c, err := zklock.Connect(cluster.Servers())
+	require.NoError(t, err)
+	c.Close()
+
+	for _, cfg := range []zktest.Config{{Port: -1}, {Port: 65535, Servers: 3}, {Port: port, Partitionable: true}} {
+		_, err := zktest.Start(ctx, cfg)
+		assert.ErrorContains(t, err, "Port", "%+v", cfg)
+	}
 }

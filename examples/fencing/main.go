@@ -25,7 +25,7 @@ import (
 
 	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/internal/exampleenv"
-	"github.com/zklock/zklock/internal/zktest"
+	"github.com/zklock/zklock/zktest"
 )
 
 const (
@@ -51,24 +51,24 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 	if err := exampleenv.Put(admin.Conn(), storePath, "0 empty"); err != nil {
 		return err
 	}
-	faults, err := zktest.NewFaults(servers)
+	link, err := zktest.OpenLink(servers)
 	if err != nil {
 		return err
 	}
-	defer faults.Close() // after alice's session closes
+	defer link.Close() // after alice's session closes
 	alice, err := newSession(servers, zklock.WithSessionTimeout(aliceTimeout),
-		zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
+		zklock.WithZKOptions(zk.WithDialer(link.Dial)))
 	if err != nil {
 		return err
 	}
 	defer alice.c.Close()
-	defer faults.Resume() // before alice's session closes
+	defer link.Resume() // before alice's session closes
 	bob, err := newSession(servers, zklock.WithSessionTimeout(10*time.Second))
 	if err != nil {
 		return err
 	}
 	defer bob.c.Close()
-	return play(ctx, out, alice, bob, faults)
+	return play(ctx, out, alice, bob, link)
 }
 
 // session is one participant: a session of its own and the Mutex on it.
@@ -99,7 +99,7 @@ func newSession(servers []string, opts ...zklock.Option) (*session, error) {
 }
 
 // play runs the story once the sessions exist.
-func play(ctx context.Context, out io.Writer, alice, bob *session, faults *zktest.Faults) error {
+func play(ctx context.Context, out io.Writer, alice, bob *session, link *zktest.Link) error {
 	aliceHold, err := alice.m.Lock(ctx)
 	if err != nil {
 		return err
@@ -115,7 +115,7 @@ func play(ctx context.Context, out io.Writer, alice, bob *session, faults *zktes
 	}
 
 	fmt.Fprintf(out, "alice: stalls (all her traffic held) for longer than her %v session timeout\n", aliceTimeout)
-	faults.Pause()
+	link.Pause()
 	bobHold, err := bob.m.Lock(ctx) // granted once alice's session expires
 	if err != nil {
 		return err
@@ -130,7 +130,7 @@ func play(ctx context.Context, out io.Writer, alice, bob *session, faults *zktes
 		return err
 	}
 
-	faults.Resume()
+	link.Resume()
 	if err := awaitNewSession(ctx, alice); err != nil {
 		return err
 	}

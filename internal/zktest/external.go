@@ -45,6 +45,10 @@ func startExternal(ctx context.Context, cfg Config, servers []string) (Cluster, 
 		return nil, fmt.Errorf("zktest: %s is set: Isolatable needs servers the harness starts: %w",
 			serversEnv, ErrUnsupported)
 	}
+	if cfg.Port != 0 {
+		return nil, fmt.Errorf("zktest: %s is set: Port needs servers the harness starts: %w",
+			serversEnv, ErrUnsupported)
+	}
 	if cfg.TLS != nil {
 		return nil, fmt.Errorf("zktest: %s is set: TLS needs servers the harness starts: %w",
 			serversEnv, ErrUnsupported)

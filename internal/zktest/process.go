@@ -244,10 +244,19 @@ func (c *procCluster) layout() (layout, error) {
 		if c.cfg.TLS != nil {
 			perServer = 4
 		}
-		ports, err := freePorts(perServer * n)
+		var given []int
+		if c.cfg.Port != 0 {
+			var err error
+			if given, err = givenPorts(c.cfg.Port, n); err != nil {
+				return lay, err
+			}
+			perServer--
+		}
+		ports, err := freePorts(perServer*n, given...)
 		if err != nil {
 			return lay, err
 		}
+		ports = append(given, ports...)
 		lay.clientPorts, lay.quorumPorts, lay.electionPorts = ports[:n], ports[n:2*n], ports[2*n:3*n]
 		if c.cfg.TLS != nil {
 			lay.securePorts = ports[3*n:]
@@ -365,14 +374,30 @@ func sweepStaleDirs(parent string) {
 	}
 }
 
-// freePorts returns n distinct TCP ports that were free on 127.0.0.1.
+// givenPorts returns the n client ports from first on, or an error naming
+// the first that is in use on 127.0.0.1.
+func givenPorts(first, n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		ports[i] = first + i
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i])))
+		if err != nil {
+			return nil, fmt.Errorf("zktest: client port %d: %w", ports[i], err)
+		}
+		ln.Close()
+	}
+	return ports, nil
+}
+
+// freePorts returns n distinct TCP ports that were free on 127.0.0.1,
+// none of them in taken.
 //
 // A port is free when chosen but the server binds it only later. Ports
 // the kernel hands out with bind(":0") come from the ephemeral range, from
 // which every outgoing connection also takes its local port (a busy test
 // binary makes many), so one may be taken in between. Where the range is
 // known (Linux), ports are therefore picked at random below or above it.
-func freePorts(n int) ([]int, error) {
+func freePorts(n int, taken ...int) ([]int, error) {
 	lo, hi := portRange()
 	ports := make([]int, 0, n)
 	for tries := 0; len(ports) < n; tries++ {
@@ -385,6 +410,10 @@ func freePorts(n int) ([]int, error) {
 			if addr == "127.0.0.1:0" {
 				return nil, fmt.Errorf("zktest: pick a free port: %w", err)
 			}
+			continue
+		}
+		if slices.Contains(taken, ln.Addr().(*net.TCPAddr).Port) {
+			ln.Close()
 			continue
 		}
 		// Keep the listener open until all ports are chosen, so none is

@@ -154,6 +154,13 @@ type Config struct {
 	// ErrUnsupported (so StartT skips), and registered backends are not
 	// tried.
 	TLS *TLSConfig
+	// Port, if not 0, is server 0's client port on 127.0.0.1;
+	// server i listens on Port+i. 0 picks free ports. Only the
+	// process backend honours it, and not with Isolatable: an external
+	// ensemble makes Start fail with ErrUnsupported, Isolatable with an
+	// error, and registered backends are not tried. A port in use makes
+	// Start fail, naming it.
+	Port int
 }
 
 // WithDefaults returns c with every zero field replaced by its default.
@@ -190,6 +197,10 @@ func (c Config) Validate() error {
 			d.MinSessionTimeout, d.MaxSessionTimeout)
 	case d.ContainerCheckInterval < 0:
 		return fmt.Errorf("zktest: config: negative ContainerCheckInterval %v", c.ContainerCheckInterval)
+	case c.Port < 0 || c.Port+d.Size-1 > 65535:
+		return fmt.Errorf("zktest: config: Port %d: want 1 to %d for %d server(s)", c.Port, 65536-d.Size, d.Size)
+	case c.Port != 0 && c.Isolatable:
+		return fmt.Errorf("zktest: config: Port with Isolatable: isolated servers listen on port %d of their own addresses", isoPorts[0])
 	case c.TLS != nil:
 		return c.TLS.validate()
 	}
@@ -281,8 +292,8 @@ func Start(ctx context.Context, cfg Config) (Cluster, error) {
 		return startExternal(ctx, cfg, servers)
 	}
 	for _, b := range registeredBackends() {
-		if cfg.Isolatable || cfg.TLS != nil {
-			break // only the process backend can isolate servers or serve TLS
+		if cfg.Isolatable || cfg.TLS != nil || cfg.Port != 0 {
+			break // only the process backend can isolate servers, serve TLS or take given ports
 		}
 		actx, cancel := context.WithTimeout(ctx, availableTimeout)
 		err := b.Available(actx)
