@@ -128,17 +128,16 @@ func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p str
 	if h, _ := ctx.Value(key).(*hold); h != nil && h.enter() {
 		return newHandle(h, h.ctx, p, release(h)), nil
 	}
-	start := time.Now()
-	c.emit(Event{Kind: EventAcquireStarted, Path: p})
+	st := beginStory(c, RecipeElection, p)
 	node, snap, err := acquireOwned(ctx, c, li, id)
 	if err != nil {
-		return nil, opErr(ctx, "campaign", p, err)
+		return nil, st.failed(opErr(ctx, "campaign", p, err))
 	}
-	h := newHold(c, ctx, holdSpec{key: key, name: name, path: p, node: node, live: live})
+	h := newHold(c, ctx, holdSpec{key: key, name: name, path: p, node: node, live: live, story: st})
 	if !h.watch(snap, nil) {
-		return nil, opErr(ctx, "campaign", p, ErrClosed)
+		return nil, st.failed(opErr(ctx, "campaign", p, ErrClosed))
 	}
-	c.emit(Event{Kind: EventAcquired, Path: p, Node: c.relPath(node.path), Wait: time.Since(start), Position: node.position})
+	st.granted(node)
 	return newHandle(h, h.ctx, p, release(h)), nil
 }
 

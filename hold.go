@@ -252,6 +252,7 @@ type hold struct {
 	cancel context.CancelCauseFunc // ends ctx
 	live   liveCounter             // the owner's count of live holds
 	free   func() error            // gives up what the hold owns; run once
+	story  story                   // the acquire that granted the hold, for events
 
 	freeOnce sync.Once
 	freeErr  error // written inside freeOnce
@@ -357,13 +358,14 @@ type holdSpec struct {
 	parts []*hold      // a hold of other holds: theirs, nil if one is foreign
 	live  liveCounter  // the owner's count of live holds
 	free  func() error // nil: delete node
+	story story        // the acquire that granted the hold, for events
 }
 
 // newHold returns a live hold with one Release owed. Its context keeps the
 // values of parent but not its cancellation, and carries the hold under
 // spec.key. c is nil for a hold of other holds.
 func newHold(c *Client, parent context.Context, spec holdSpec) *hold {
-	h := &hold{c: c, name: spec.name, path: spec.path, node: spec.node, parts: spec.parts, live: spec.live, free: spec.free, count: 1, start: time.Now(), parent: parent}
+	h := &hold{c: c, name: spec.name, path: spec.path, node: spec.node, parts: spec.parts, live: spec.live, free: spec.free, story: spec.story, count: 1, start: time.Now(), parent: parent}
 	h.ctx, h.cancel = context.WithCancelCause(context.WithoutCancel(parent))
 	if spec.key != nil {
 		h.ctx = context.WithValue(h.ctx, spec.key, h)
@@ -479,7 +481,7 @@ func (h *hold) loseBy(err error) {
 	}
 	switch {
 	case errors.Is(err, errNodeGone):
-		err = errorf(ErrLockLost, "lock lost: node %s deleted", h.c.relPath(h.node.path))
+		err = &wrapError{msg: msgPrefix + "lock lost: node " + h.c.relPath(h.node.path) + " deleted", errs: []error{ErrLockLost, errLossDeleted}}
 	case errors.Is(err, ErrClosed):
 		err = errLostClosed
 	default:
@@ -622,17 +624,17 @@ func (h *hold) lose(err error) {
 	h.freed()
 }
 
-// emit reports ev, with the hold's path, node and duration, to the
-// Client's Observer.
+// emit reports ev, with the hold's node and duration, as an event of the
+// story that granted the hold.
 func (h *hold) emit(ev Event) {
-	if h.c == nil {
-		return
-	}
-	ev.Path, ev.Held = h.path, time.Since(h.start)
+	ev.Held = time.Since(h.start)
 	if h.node != nil {
 		ev.Node = h.c.relPath(h.node.path)
 	}
-	h.c.emit(ev)
+	if ev.Err != nil {
+		ev.Cause = causeOf(ev.Err)
+	}
+	h.story.emit(ev)
 }
 
 // endLocked marks the hold ended and cancels its context with cause; h.mu

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 )
 
@@ -111,6 +112,7 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 	if h := holdIn(ctx, ml); h != nil && h.enter() {
 		return h.ctx, nil
 	}
+	st := beginStory(ml.eventsTo())
 	var member []context.Context
 	parts := make([]*hold, 0, len(ml.locks))
 	// carrier has ctx's cancellation and values, and the holds of ctx and
@@ -122,7 +124,7 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 		mctx, err := take(l, carrier)
 		if err != nil {
 			ml.releaseMembers(member)
-			return nil, wrapf(err, "multi-lock: lock %d of %d", i+1, len(ml.locks))
+			return nil, st.failed(wrapf(err, "multi-lock: lock %d of %d", i+1, len(ml.locks)))
 		}
 		member = append(member, mctx)
 		mh := memberHold(l, mctx)
@@ -143,7 +145,7 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 		}
 		return ml.releaseMembers(member)
 	}
-	h := newHold(nil, carrier, holdSpec{key: holdKey{ml}, name: "multi-lock", parts: parts, live: &ml.live, free: free})
+	h := newHold(nil, carrier, holdSpec{key: holdKey{ml}, name: "multi-lock", parts: parts, live: &ml.live, free: free, story: st})
 	for _, mctx := range member {
 		// A member lost is the MultiLock lost: the other members are
 		// released at once, so they block no one.
@@ -153,7 +155,41 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 			}
 		}))
 	}
+	st.granted()
 	return h.ctx, nil
+}
+
+// eventsTo returns what a story of the MultiLock needs: the Client that
+// hears its events, its first member's of this package (nil if none is),
+// the recipe, and the members' paths joined with commas.
+func (ml *MultiLock) eventsTo() (*Client, Recipe, string) {
+	var c *Client
+	var paths []string
+	for _, l := range ml.locks {
+		var lc *Client
+		var p string
+		switch m := l.(type) {
+		case *Mutex:
+			if m != nil {
+				lc, p = m.c, m.path
+			}
+		case *SemaphoreMutex:
+			if m != nil && m.s != nil {
+				lc, p = m.s.c, m.s.path
+			}
+		case *MultiLock:
+			if m != nil {
+				lc, _, p = m.eventsTo()
+			}
+		}
+		if c == nil {
+			c = lc
+		}
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return c, RecipeMulti, strings.Join(paths, ",")
 }
 
 // usable returns an error wrapping ErrInvalidArgument for a nil ctx, a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"path"
 	"sync"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -51,6 +50,7 @@ type Mutex struct {
 	li    lockInternals // the engine
 	data  []byte        // node data
 	rules sideRules     // a read/write lock's rules for this side; zero for a plain Mutex
+	kind  Recipe        // what its events say it is: RecipeMutex unless a constructor says otherwise
 
 	live liveCounter // holds of the lock that stand, through any Mutex of it (its lockCount; a Selector's also counts its own terms)
 
@@ -97,6 +97,7 @@ func newMutex(c *Client, path, lockName string, maxLeases int, o lockOptions) (*
 		path: path,
 		li:   lockInternals{c: c, basePath: c.fullPath(path), lockName: lockName, driver: o.driver, maxLeases: maxLeases, solo: &solo{}},
 		data: data,
+		kind: RecipeMutex,
 	}
 	m.live = lockCount{&c.lives, m.li.id()}
 	return m, nil
@@ -161,7 +162,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 	if h := holdIn(ctx, m); h != nil && h.enter() {
 		return h.ctx, nil
 	}
-	req := acquireReq{data: m.data, try: try, onRevoke: m.onRevoke()}
+	req := acquireReq{data: m.data, try: try}
 	if m.rules.admit != nil {
 		at, err := m.rules.admit(ctx)
 		if err != nil {
@@ -169,22 +170,23 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 		}
 		req.at = at
 	}
-	start := time.Now()
-	m.c.emit(Event{Kind: EventAcquireStarted, Path: m.path})
+	st := beginStory(m.c, m.kind, m.path)
+	req.onRevoke = m.onRevoke(st)
 	node, snap, err := m.li.acquireTry(ctx, req)
 	if err != nil {
-		return nil, opErr(ctx, "acquire", m.path, err)
+		return nil, st.failed(opErr(ctx, "acquire", m.path, err))
 	}
-	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: "lock " + m.path, path: m.path, node: node, live: m.live})
+	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: "lock " + m.path, path: m.path, node: node, live: m.live, story: st})
 	if !h.watch(snap, req.onRevoke) {
-		return nil, opErr(ctx, "acquire", m.path, ErrClosed)
+		return nil, st.failed(opErr(ctx, "acquire", m.path, ErrClosed))
 	}
-	m.c.emit(Event{Kind: EventAcquired, Path: m.path, Node: m.c.relPath(node.path), Wait: time.Since(start), Position: node.position})
+	st.granted(node)
 	return h.ctx, nil
 }
 
-// onRevoke returns the revocation callback for a new hold, or nil.
-func (m *Mutex) onRevoke() func(node string) {
+// onRevoke returns the revocation callback for a new hold of story st, or
+// nil.
+func (m *Mutex) onRevoke(st story) func(node string) {
 	m.mu.Lock()
 	fn := m.revoke
 	m.mu.Unlock()
@@ -192,7 +194,7 @@ func (m *Mutex) onRevoke() func(node string) {
 		return nil
 	}
 	return func(node string) {
-		m.c.emit(Event{Kind: EventRevocationRequested, Path: m.path, Node: m.c.relPath(node)})
+		st.emit(Event{Kind: EventRevocationRequested, Node: m.c.relPath(node)})
 		m.c.goFunc(func() { fn(m) })
 	}
 }

@@ -7,27 +7,42 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // EventKind says what an [Event] reports.
+//
+// Every acquire that queues tells one story, whose events share an ID:
+// EventAcquireStarted, then exactly one outcome, EventAcquireFailed or
+// EventAcquired (one per hold granted: a Semaphore's Acquire of n leases
+// grants n), and for each hold granted, exactly one end, EventReleased or
+// EventLost, with at most some EventRevocationRequested between. An
+// acquire that re-enters a hold its context carries queues nothing and
+// tells no story; one refused before it queues (bad input, ErrLockUpgrade,
+// a Client already closed) neither.
 type EventKind int
 
 const (
-	// EventAcquireStarted: an Acquire (or TryAcquire) began to queue.
+	// EventAcquireStarted: an acquire (or a Try) began to queue.
 	EventAcquireStarted EventKind = iota
 	// EventAcquired: a hold was granted; Wait and Position are set.
 	EventAcquired
 	// EventReleased: a hold ended with its last Release; Held is set.
 	EventReleased
-	// EventLost: a hold was lost; Held and Err (wrapping ErrLockLost) are
-	// set.
+	// EventLost: a hold was lost; Held, Cause and Err (wrapping
+	// ErrLockLost) are set.
 	EventLost
 	// EventRevocationRequested: someone asked the holder of Node to
 	// release it.
 	EventRevocationRequested
 	// EventDeleteRetried: deleting Node failed on the network, and the
-	// delete goes on in the background; Err is the failure.
+	// delete goes on in the background; Err is the failure. It belongs to
+	// no story: its ID is 0.
 	EventDeleteRetried
+	// EventAcquireFailed: an acquire ended without a hold, and left no
+	// node behind; Wait, Cause and Err (the error the caller got) are set.
+	EventAcquireFailed
 )
 
 // String returns the name of the kind, such as "Acquired".
@@ -45,21 +60,200 @@ func (k EventKind) String() string {
 		return "RevocationRequested"
 	case EventDeleteRetried:
 		return "DeleteRetried"
+	case EventAcquireFailed:
+		return "AcquireFailed"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
+
+// Recipe names the kind of lock an [Event] is about. Its String is a short
+// lower-case name, fit for a metric's label.
+type Recipe int
+
+const (
+	RecipeMutex          Recipe = iota + 1 // a Mutex: "mutex"
+	RecipeRead                             // a ReadWriteLock's read side: "read"
+	RecipeWrite                            // a ReadWriteLock's write side: "write"
+	RecipeSemaphore                        // a Semaphore's lease: "semaphore"
+	RecipeSemaphoreMutex                   // a SemaphoreMutex: "semaphore-mutex"
+	RecipeMulti                            // a MultiLock as a whole: "multi"
+	RecipeElection                         // an Election's leadership: "election"
+	RecipeSelector                         // a Selector's term: "selector"
+)
+
+// String returns the recipe's label, such as "mutex", or "" for the zero
+// Recipe (an EventDeleteRetried's).
+func (r Recipe) String() string {
+	switch r {
+	case 0:
+		return ""
+	case RecipeMutex:
+		return "mutex"
+	case RecipeRead:
+		return "read"
+	case RecipeWrite:
+		return "write"
+	case RecipeSemaphore:
+		return "semaphore"
+	case RecipeSemaphoreMutex:
+		return "semaphore-mutex"
+	case RecipeMulti:
+		return "multi"
+	case RecipeElection:
+		return "election"
+	case RecipeSelector:
+		return "selector"
+	}
+	return fmt.Sprintf("Recipe(%d)", int(r))
+}
+
+// Cause says why an acquire failed or a hold was lost. Its String is a
+// short lower-case name, fit for a metric's label.
+type Cause int
+
+const (
+	CauseNone       Cause = iota // no failure: ""
+	CauseBusy                    // a Try found the lock held (ErrLocked): "busy"
+	CauseTimeout                 // the acquire's context passed its deadline: "timeout"
+	CauseCanceled                // the acquire's context was cancelled: "canceled"
+	CauseClosed                  // the Client closed (ErrClosed): "closed"
+	CauseConnection              // no connection, or (StandardPolicy) the connection suspended: "connection"
+	CauseSession                 // the session was lost: "session"
+	CauseDeleted                 // the held node was deleted, by someone else or a reaper: "deleted"
+	CauseOther                   // anything else, such as zk.ErrNoAuth: "other"
+)
+
+// String returns the cause's label, such as "busy", or "" for CauseNone.
+func (c Cause) String() string {
+	if c >= 0 && int(c) < len(causeNames) {
+		return causeNames[c]
+	}
+	return fmt.Sprintf("Cause(%d)", int(c))
+}
+
+var causeNames = [...]string{"", "busy", "timeout", "canceled", "closed", "connection", "session", "deleted", "other"}
+
+// causeOf classifies err, the error of a failed acquire or of a loss.
+func causeOf(err error) Cause {
+	switch {
+	case err == nil:
+		return CauseNone
+	case errors.Is(err, ErrClosed):
+		return CauseClosed
+	case errors.Is(err, ErrLocked):
+		return CauseBusy
+	case errors.Is(err, errLossDeleted):
+		return CauseDeleted
+	case errors.Is(err, errLossSession), errors.Is(err, zk.ErrSessionExpired):
+		return CauseSession
+	case errors.Is(err, context.DeadlineExceeded):
+		return CauseTimeout
+	case errors.Is(err, context.Canceled):
+		return CauseCanceled
+	case errors.Is(err, errLossSuspended), errors.Is(err, ErrNotConnected), retryable(err):
+		return CauseConnection
+	}
+	return CauseOther
+}
+
+// The causes of a loss that carry no error of their own; each is joined
+// with ErrLockLost.
+var (
+	errLossSession   = errors.New("zklock: session lost")
+	errLossSuspended = errors.New("zklock: connection suspended")
+	errLossDeleted   = errors.New("zklock: node deleted")
+)
 
 // Event is one thing that happened to a lock of a Client, as an Observer
 // sees it. Paths are relative to the Client's namespace.
 type Event struct {
 	Kind     EventKind
-	Path     string        // the lock's (or semaphore's) base path; "" for EventDeleteRetried
+	ID       uint64        // the story's, unique in the process: the same for an acquire's events and its holds' (see EventKind); 0 for EventDeleteRetried
+	Recipe   Recipe        // the kind of lock; 0 for EventDeleteRetried
+	Path     string        // the lock's (or semaphore's) base path; a MultiLock's members', joined with commas; "" for EventDeleteRetried
 	Node     string        // the node concerned, when there is one
-	Wait     time.Duration // EventAcquired: from the start of Acquire to the grant
+	Wait     time.Duration // EventAcquired, EventAcquireFailed: from the start of the acquire to its outcome
 	Position int           // EventAcquired: nodes queued ahead when the node joined the queue
 	Held     time.Duration // EventReleased, EventLost: how long the hold lasted
-	Err      error         // EventLost, EventDeleteRetried: why
+	Cause    Cause         // EventAcquireFailed, EventLost: why
+	Err      error         // EventAcquireFailed, EventLost, EventDeleteRetried: the error
 	Dropped  int           // events dropped before this one, because the Observer fell behind
+}
+
+// story is one acquire's part in the Observer's events: every event of the
+// acquire, and of each hold it grants, carries its ID and recipe.
+type story struct {
+	c      *Client // where the events go; nil: nowhere
+	id     uint64
+	recipe Recipe
+	path   string
+	start  time.Time
+}
+
+// stories is the last story's ID: IDs are unique in the process, so that
+// one Observer can serve several Clients.
+var stories atomic.Uint64
+
+// beginStory starts the story of an acquire on c (nil: one that no Client
+// hears) and reports EventAcquireStarted.
+func beginStory(c *Client, r Recipe, path string) story {
+	st := story{c: c, recipe: r, path: path, start: time.Now()}
+	if c != nil {
+		st.id = stories.Add(1)
+		if c.obs != nil {
+			c.obs.open.Add(1)
+		}
+	}
+	st.emit(Event{Kind: EventAcquireStarted})
+	return st
+}
+
+// settle marks the story's outcome reported.
+func (st story) settle() {
+	if st.c == nil || st.c.obs == nil {
+		return
+	}
+	if st.c.obs.open.Add(-1) == 0 {
+		select {
+		case st.c.obs.settled <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// emit reports ev as an event of the story.
+func (st story) emit(ev Event) {
+	if st.c == nil {
+		return
+	}
+	ev.ID, ev.Recipe = st.id, st.recipe
+	if ev.Path == "" {
+		ev.Path = st.path
+	}
+	st.c.emit(ev)
+}
+
+// failed reports the acquire's failure with err, the caller's error, and
+// returns err.
+func (st story) failed(err error) error {
+	st.emit(Event{Kind: EventAcquireFailed, Wait: time.Since(st.start), Cause: causeOf(err), Err: err})
+	st.settle()
+	return err
+}
+
+// granted reports a hold granted on each of nodes, or one hold of other
+// holds if there are none.
+func (st story) granted(nodes ...*lockNode) {
+	defer st.settle()
+	ev := Event{Kind: EventAcquired, Wait: time.Since(st.start)}
+	if len(nodes) == 0 || st.c == nil {
+		st.emit(ev)
+		return
+	}
+	for _, nd := range nodes {
+		ev.Node, ev.Position = st.c.relPath(nd.path), nd.position
+		st.emit(ev)
+	}
 }
 
 // observerQueue is the length of the queue of events not yet delivered.
@@ -69,9 +263,11 @@ const observerQueue = 1024
 // (see [EventKind]), for metrics and tracing. It runs on a goroutine of
 // its own, one event at a time, in order, so it cannot stall the locks: if
 // it falls more than 1024 events behind, later events are dropped, and the
-// next event delivered counts them in Dropped. Events that come after
-// Close began may be dropped. Close waits for fn to return, so fn must not
-// call Close.
+// next event delivered counts them in Dropped. Close delivers what is
+// queued, and the outcomes of the acquires it ends (EventAcquireFailed
+// with CauseClosed) and the holds it ends (EventLost), waiting up to a
+// second for acquires still returning; later events are dropped. Close
+// waits for fn to return, so fn must not call Close.
 func WithObserver(fn func(Event)) Option {
 	return func(o *options) {
 		if fn == nil {
@@ -85,25 +281,59 @@ func WithObserver(fn func(Event)) Option {
 type observer struct {
 	fn      func(Event)
 	events  chan Event
-	dropped atomic.Int64 // events dropped since the last one queued
+	dropped atomic.Int64  // events dropped since the last one queued
+	open    atomic.Int64  // stories without an outcome yet
+	settled chan struct{} // signalled when open falls to 0
 }
+
+// closeDrain bounds how long Close waits for the outcomes of the acquires
+// it ends (see WithObserver).
+const closeDrain = time.Second
 
 // startObserver starts the delivery goroutine, if there is an Observer.
 func (c *Client) startObserver() {
 	if c.opts.observer == nil {
 		return
 	}
-	c.obs = &observer{fn: c.opts.observer, events: make(chan Event, observerQueue)}
+	obs := &observer{fn: c.opts.observer, events: make(chan Event, observerQueue), settled: make(chan struct{}, 1)}
+	c.obs = obs
 	c.goFunc(func() {
 		for {
 			select {
-			case ev := <-c.obs.events:
-				c.obs.fn(ev)
+			case ev := <-obs.events:
+				obs.fn(ev)
 			case <-c.closing:
+				obs.drain()
 				return
 			}
 		}
 	})
+}
+
+// drain delivers, once the Client is closing, what is queued and what the
+// acquires still open report as they return, until none is open and the
+// queue is empty, or for closeDrain at most.
+func (obs *observer) drain() {
+	limit := time.NewTimer(closeDrain)
+	defer limit.Stop()
+	for {
+		select {
+		case ev := <-obs.events:
+			obs.fn(ev)
+			continue
+		default:
+		}
+		if obs.open.Load() == 0 && len(obs.events) == 0 {
+			return
+		}
+		select {
+		case ev := <-obs.events:
+			obs.fn(ev)
+		case <-obs.settled:
+		case <-limit.C:
+			return
+		}
+	}
 }
 
 // emit logs ev and queues it for the Observer, if there is one, without
@@ -122,14 +352,14 @@ func (c *Client) emit(ev Event) {
 	}
 }
 
-// logEvent logs ev through the Client's logger: a hold's life (acquire
-// started, acquired, released, revocation requested) at Debug level, a
-// loss at Warn, except a loss to the Client's Close, which Close sums up
-// in one record. A delete retried is logged where it happens. Nothing is
+// logEvent logs ev through the Client's logger: a story's events at
+// Debug level, a loss at Warn, except a loss to the Client's Close, which
+// Close sums up in one record, and a MultiLock's, whose member's loss was
+// logged. A delete retried is logged where it happens. Nothing is
 // formatted unless the logger wants the level.
 func (c *Client) logEvent(ev Event) {
 	level := slog.LevelDebug
-	if ev.Kind == EventLost && !errors.Is(ev.Err, ErrClosed) {
+	if ev.Kind == EventLost && ev.Cause != CauseClosed && ev.Recipe != RecipeMulti {
 		level = slog.LevelWarn
 	}
 	ctx := context.Background()
@@ -137,18 +367,22 @@ func (c *Client) logEvent(ev Event) {
 		return
 	}
 	path, node := slog.String("path", ev.Path), slog.String("node", ev.Node)
+	recipe, id := slog.String("recipe", ev.Recipe.String()), slog.Uint64("id", ev.ID)
 	switch ev.Kind {
 	case EventAcquireStarted:
-		c.log.LogAttrs(ctx, level, "zklock: acquire started", path)
+		c.log.LogAttrs(ctx, level, "zklock: acquire started", path, recipe, id)
 	case EventAcquired:
-		c.log.LogAttrs(ctx, level, "zklock: acquired", path, node,
+		c.log.LogAttrs(ctx, level, "zklock: acquired", path, node, recipe, id,
 			slog.Duration("wait", ev.Wait), slog.Int("position", ev.Position))
+	case EventAcquireFailed:
+		c.log.LogAttrs(ctx, level, "zklock: acquire failed", path, recipe, id,
+			slog.Duration("wait", ev.Wait), slog.String("cause", ev.Cause.String()), slog.Any("err", ev.Err))
 	case EventReleased:
-		c.log.LogAttrs(ctx, level, "zklock: released", path, node, slog.Duration("held", ev.Held))
+		c.log.LogAttrs(ctx, level, "zklock: released", path, node, recipe, id, slog.Duration("held", ev.Held))
 	case EventLost:
-		c.log.LogAttrs(ctx, level, "zklock: hold lost", path, node,
-			slog.Duration("held", ev.Held), slog.Any("err", ev.Err))
+		c.log.LogAttrs(ctx, level, "zklock: hold lost", path, node, recipe, id,
+			slog.Duration("held", ev.Held), slog.String("cause", ev.Cause.String()), slog.Any("err", ev.Err))
 	case EventRevocationRequested:
-		c.log.LogAttrs(ctx, level, "zklock: revocation requested", path, node)
+		c.log.LogAttrs(ctx, level, "zklock: revocation requested", path, node, recipe, id)
 	}
 }

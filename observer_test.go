@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock"
+	kit "github.com/zklock/zklock/zktest"
 )
 
 // nextEvent returns the next event of kind, skipping others, failing the
@@ -223,7 +225,8 @@ func TestIntegration_SlogDebugLinesOfAHold(t *testing.T) {
 	assert.Equal(t, e.root+"/lock", started["path"])
 	acquired, level := rec.await(t, "zklock: acquired", 5*time.Second)
 	assert.Equal(t, slog.LevelDebug, level)
-	assert.Equal(t, map[string]string{"path": e.root + "/lock", "node": node, "wait": acquired["wait"], "position": "0"}, acquired)
+	assert.Equal(t, map[string]string{"path": e.root + "/lock", "node": node, "recipe": "mutex", "id": started["id"],
+		"wait": acquired["wait"], "position": "0"}, acquired)
 	_, err = time.ParseDuration(acquired["wait"])
 	assert.NoError(t, err, "wait is a duration")
 	released, level := rec.await(t, "zklock: released", 5*time.Second)
@@ -242,6 +245,7 @@ func TestIntegration_SlogDebugLinesOfAHold(t *testing.T) {
 	assert.Equal(t, node, lost["node"])
 	assert.Equal(t, e.root+"/lock", lost["path"])
 	assert.Contains(t, lost["err"], "lock lost")
+	assert.Equal(t, "deleted", lost["cause"])
 	assert.ErrorIs(t, m.Release(held), zklock.ErrLockLost)
 }
 
@@ -261,4 +265,284 @@ func TestIntegration_SlogInfoSeesNoHotPathLines(t *testing.T) {
 		assert.False(t, strings.HasPrefix(msg, "zklock: acquire") || msg == "zklock: released",
 			"logged at Info or above: %q", msg)
 	}
+}
+
+// eventLog is an Observer that keeps every event.
+type eventLog struct {
+	mu     sync.Mutex
+	evs    []zklock.Event // guarded by mu
+	notify chan struct{}  // signalled after each event
+}
+
+func newEventLog() *eventLog { return &eventLog{notify: make(chan struct{}, 1)} }
+
+func (l *eventLog) observe(ev zklock.Event) {
+	l.mu.Lock()
+	l.evs = append(l.evs, ev)
+	l.mu.Unlock()
+	select {
+	case l.notify <- struct{}{}:
+	default:
+	}
+}
+
+// await returns the first event that match accepts, failing t after d.
+func (l *eventLog) await(t *testing.T, d time.Duration, what string, match func(zklock.Event) bool) zklock.Event {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		l.mu.Lock()
+		for _, ev := range l.evs {
+			if match(ev) {
+				l.mu.Unlock()
+				return ev
+			}
+		}
+		l.mu.Unlock()
+		select {
+		case <-l.notify:
+		case <-deadline:
+			t.Fatalf("no event %s within %v", what, d)
+		}
+	}
+}
+
+// outcome waits for the outcome (EventAcquired or EventAcquireFailed) of
+// the last story started on path, and returns its start and its outcome.
+func (l *eventLog) outcome(t *testing.T, path string) (started, out zklock.Event) {
+	t.Helper()
+	l.mu.Lock()
+	for _, ev := range l.evs {
+		if ev.Kind == zklock.EventAcquireStarted && ev.Path == path {
+			started = ev
+		}
+	}
+	l.mu.Unlock()
+	require.NotZero(t, started.ID, "a story started on %s", path)
+	out = l.await(t, 10*time.Second, "ending story "+path, func(ev zklock.Event) bool {
+		return ev.ID == started.ID && (ev.Kind == zklock.EventAcquired || ev.Kind == zklock.EventAcquireFailed)
+	})
+	return started, out
+}
+
+// end waits for the end (EventReleased or EventLost) of story id.
+func (l *eventLog) end(t *testing.T, id uint64) zklock.Event {
+	t.Helper()
+	return l.await(t, 10*time.Second, "ending a hold", func(ev zklock.Event) bool {
+		return ev.ID == id && (ev.Kind == zklock.EventReleased || ev.Kind == zklock.EventLost)
+	})
+}
+
+// checkStories checks that every story of the log is whole: started once,
+// with at most one failure and then nothing, or holds that each end once;
+// every event but a retried delete carries its ID and recipe.
+func (l *eventLog) checkStories(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	type tally struct{ started, failed, acquired, ended int }
+	stories := map[uint64]*tally{}
+	for _, ev := range l.evs {
+		if ev.Kind == zklock.EventDeleteRetried {
+			continue
+		}
+		if !assert.NotZero(t, ev.ID, "%v event without an ID", ev.Kind) || !assert.NotZero(t, ev.Recipe, "%v event without a recipe", ev.Kind) {
+			continue
+		}
+		s := stories[ev.ID]
+		if s == nil {
+			s = &tally{}
+			stories[ev.ID] = s
+		}
+		switch ev.Kind {
+		case zklock.EventAcquireStarted:
+			s.started++
+		case zklock.EventAcquireFailed:
+			s.failed++
+		case zklock.EventAcquired:
+			s.acquired++
+		case zklock.EventReleased, zklock.EventLost:
+			s.ended++
+		}
+	}
+	for id, s := range stories {
+		assert.Equal(t, 1, s.started, "story %d: started once", id)
+		if s.failed > 0 {
+			assert.Equal(t, tally{1, 1, 0, 0}, *s, "story %d: a failure ends it", id)
+		} else {
+			assert.Equal(t, s.acquired, s.ended, "story %d: every hold granted ends once", id)
+		}
+	}
+}
+
+// Every acquire that queues ends in one terminal event with its cause and
+// wait, under the ID of its start; every hold ends in one, with its cause.
+func TestIntegration_ObserverTerminalEvents(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	log := newEventLog()
+	c := e.client(zklock.WithObserver(log.observe))
+	other := e.client()
+	path := e.root + "/busy"
+	m := e.mutex(c, "/busy")
+	held, err := e.mutex(other, "/busy").Lock(context.Background())
+	require.NoError(t, err)
+
+	_, err = m.TryLock(context.Background())
+	require.ErrorIs(t, err, zklock.ErrLocked)
+	started, out := log.outcome(t, path)
+	assert.Equal(t, zklock.EventAcquireFailed, out.Kind)
+	assert.Equal(t, zklock.CauseBusy, out.Cause)
+	assert.ErrorIs(t, out.Err, zklock.ErrLocked)
+	assert.Equal(t, zklock.RecipeMutex, started.Recipe)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, err = m.Lock(ctx)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	_, out = log.outcome(t, path)
+	assert.Equal(t, zklock.CauseTimeout, out.Cause)
+	assert.GreaterOrEqual(t, out.Wait, 300*time.Millisecond, "the wait is the time to the outcome")
+
+	ctx, cancel = context.WithCancel(context.Background())
+	w := acquireAsync(ctx, m)
+	waitParticipants(t, m, 2)
+	cancel()
+	require.ErrorIs(t, await(t, w, 10*time.Second).err, context.Canceled)
+	_, out = log.outcome(t, path)
+	assert.Equal(t, zklock.CauseCanceled, out.Cause)
+
+	require.NoError(t, held.Release())
+	h, err := m.Lock(context.Background())
+	require.NoError(t, err)
+	started, out = log.outcome(t, path)
+	assert.Equal(t, zklock.EventAcquired, out.Kind)
+	node := out.Node
+	require.NoError(t, h.Release())
+	end := log.end(t, started.ID)
+	assert.Equal(t, zklock.EventReleased, end.Kind)
+	assert.Equal(t, node, end.Node)
+	assert.Equal(t, zklock.CauseNone, end.Cause)
+
+	for _, tc := range []struct {
+		cause  zklock.Cause
+		policy zklock.ErrorPolicy
+		cut    func(link *kit.Link, node string)
+	}{
+		{zklock.CauseDeleted, zklock.StandardPolicy, func(_ *kit.Link, node string) { require.NoError(t, e.admin.Delete(node, -1)) }},
+		{zklock.CauseConnection, zklock.StandardPolicy, func(link *kit.Link, _ string) { link.Cut() }},
+		{zklock.CauseSession, zklock.SessionPolicy, func(link *kit.Link, _ string) {
+			require.NoError(t, link.ExpireSession(context.Background()))
+		}},
+	} {
+		link := e.link()
+		c := e.client(zklock.WithObserver(log.observe), zklock.WithErrorPolicy(tc.policy),
+			zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+		h, err := e.mutex(c, "/lost").Lock(context.Background())
+		require.NoError(t, err)
+		started, _ := log.outcome(t, e.root+"/lost")
+		tc.cut(link, h.Path())
+		end := log.end(t, started.ID)
+		assert.Equal(t, zklock.EventLost, end.Kind, tc.cause)
+		assert.Equal(t, tc.cause, end.Cause, "%v", end.Err)
+		assert.ErrorIs(t, end.Err, zklock.ErrLockLost)
+		assert.ErrorIs(t, h.Release(), zklock.ErrLockLost)
+	}
+
+	held, err = e.mutex(other, "/busy").Lock(context.Background())
+	require.NoError(t, err)
+	w = acquireAsync(context.Background(), m)
+	waitParticipants(t, m, 2)
+	require.NoError(t, c.Close())
+	require.ErrorIs(t, await(t, w, 10*time.Second).err, zklock.ErrClosed)
+	_, out = log.outcome(t, path)
+	assert.Equal(t, zklock.CauseClosed, out.Cause)
+	require.NoError(t, held.Release())
+	log.checkStories(t)
+}
+
+// Every recipe tells its stories under its own kind: start, grant and
+// release share an ID that no other story has.
+func TestIntegration_ObserverRecipeKinds(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	log := newEventLog()
+	c := e.client(zklock.WithObserver(log.observe))
+	bg := context.Background()
+	ids := map[uint64]zklock.Recipe{}
+	check := func(recipe zklock.Recipe, path string, lock func() (release func() error)) {
+		t.Helper()
+		release := lock()
+		started, out := log.outcome(t, path)
+		assert.Equal(t, recipe, started.Recipe, path)
+		assert.Equal(t, zklock.EventAcquired, out.Kind, path)
+		assert.Equal(t, recipe, out.Recipe, path)
+		require.NoError(t, release())
+		end := log.end(t, started.ID)
+		assert.Equal(t, zklock.EventReleased, end.Kind, path)
+		assert.Equal(t, recipe, end.Recipe, path)
+		_, seen := ids[started.ID]
+		assert.False(t, seen, "story IDs are unique")
+		ids[started.ID] = recipe
+		assert.Equal(t, recipe.String(), map[zklock.Recipe]string{
+			zklock.RecipeMutex: "mutex", zklock.RecipeRead: "read", zklock.RecipeWrite: "write",
+			zklock.RecipeSemaphore: "semaphore", zklock.RecipeSemaphoreMutex: "semaphore-mutex",
+			zklock.RecipeMulti: "multi", zklock.RecipeElection: "election", zklock.RecipeSelector: "selector",
+		}[recipe])
+	}
+	hold := func(h *zklock.Hold, err error) func() error {
+		require.NoError(t, err)
+		return h.Release
+	}
+	check(zklock.RecipeMutex, e.root+"/mutex", func() func() error { return hold(e.mutex(c, "/mutex").Lock(bg)) })
+	rw, err := zklock.NewReadWriteLock(c, e.root+"/rw")
+	require.NoError(t, err)
+	check(zklock.RecipeRead, e.root+"/rw", func() func() error { return hold(rw.ReadLock().Lock(bg)) })
+	check(zklock.RecipeWrite, e.root+"/rw", func() func() error { return hold(rw.WriteLock().Lock(bg)) })
+	sem, err := zklock.NewSemaphore(c, e.root+"/sem", 2)
+	require.NoError(t, err)
+	check(zklock.RecipeSemaphore, e.root+"/sem", func() func() error {
+		l, err := sem.Acquire(bg)
+		require.NoError(t, err)
+		return l.Release
+	})
+	sm, err := zklock.NewSemaphoreMutex(c, e.root+"/sm")
+	require.NoError(t, err)
+	check(zklock.RecipeSemaphoreMutex, e.root+"/sm", func() func() error { return hold(sm.Lock(bg)) })
+	ml, err := zklock.NewMultiLockPaths(c, e.root+"/m1", e.root+"/m2")
+	require.NoError(t, err)
+	check(zklock.RecipeMulti, e.root+"/m1,"+e.root+"/m2", func() func() error { return hold(ml.Lock(bg)) })
+	el, err := zklock.NewElection(c, e.root+"/election", "me")
+	require.NoError(t, err)
+	check(zklock.RecipeElection, e.root+"/election", func() func() error { return hold(el.Campaign(bg)) })
+	sel, err := zklock.NewSelector(c, e.root+"/selector", "me")
+	require.NoError(t, err)
+	check(zklock.RecipeSelector, e.root+"/selector", func() func() error {
+		granted, release := make(chan struct{}), make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			done <- sel.Lead(bg, func(context.Context) error {
+				close(granted)
+				<-release
+				return nil
+			})
+		}()
+		<-granted
+		return func() error { close(release); return <-done }
+	})
+	log.checkStories(t)
+}
+
+func TestRecipeAndCauseNames(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "", zklock.Recipe(0).String())
+	assert.Equal(t, "Recipe(99)", zklock.Recipe(99).String())
+	for c, want := range map[zklock.Cause]string{
+		zklock.CauseNone: "", zklock.CauseBusy: "busy", zklock.CauseTimeout: "timeout", zklock.CauseCanceled: "canceled",
+		zklock.CauseClosed: "closed", zklock.CauseConnection: "connection", zklock.CauseSession: "session",
+		zklock.CauseDeleted: "deleted", zklock.CauseOther: "other", zklock.Cause(99): "Cause(99)", zklock.Cause(-1): "Cause(-1)",
+	} {
+		assert.Equal(t, want, c.String())
+	}
+	assert.Equal(t, "AcquireFailed", zklock.EventAcquireFailed.String())
 }

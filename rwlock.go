@@ -56,6 +56,7 @@ func NewReadWriteLock(c *Client, path string, opts ...LockOption) (*ReadWriteLoc
 	if rw.read, err = newMutex(c, path, readLockName, math.MaxInt32, o); err != nil {
 		return nil, err
 	}
+	rw.write.kind, rw.read.kind = RecipeWrite, RecipeRead
 	rw.write.rules = sideRules{admit: rw.admitWriter, owns: isNode(writeLockName)}
 	rw.read.rules = sideRules{admit: rw.admitReader, owns: isNode(readLockName)}
 	return rw, nil

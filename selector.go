@@ -51,6 +51,7 @@ func NewSelector(c *Client, path, id string, opts ...LockOption) (*Selector, err
 	if err != nil {
 		return nil, err
 	}
+	m.kind = RecipeSelector
 	s := &Selector{m: m, id: id}
 	// Its terms are holds of the lock, which a Mutex of the same Client and
 	// path sees; IsLeader counts this Selector's own.

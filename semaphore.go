@@ -8,7 +8,6 @@ import (
 	pathpkg "path"
 	"slices"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -37,6 +36,7 @@ type Semaphore struct {
 	maxLeases int
 	data      []byte        // lease node data
 	lock      lockInternals // the internal lock at path/locks
+	kind      Recipe        // what its events say it is: RecipeSemaphore, or RecipeSemaphoreMutex
 
 	live liveCounter // leases that stand: the Semaphore's own count, or a SemaphoreMutex's lockCount
 }
@@ -74,6 +74,7 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 		return nil, err
 	}
 	return &Semaphore{
+		kind:      RecipeSemaphore,
 		c:         c,
 		path:      path,
 		leases:    c.fullPath(leases),
@@ -166,37 +167,38 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 	if n < 1 || n > s.maxLeases {
 		return nil, wrapf(ErrInvalidArgument, "acquire %s: %d leases of %d", s.path, n, s.maxLeases)
 	}
-	start := time.Now()
-	s.c.emit(Event{Kind: EventAcquireStarted, Path: s.path})
+	st := beginStory(s.c, s.kind, s.path)
 	r := newRetrier(s.c.opts.retry)
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, opErr(ctx, "acquire", s.path, err)
+			return nil, st.failed(opErr(ctx, "acquire", s.path, err))
 		}
-		leases, err := s.acquireOnceTry(ctx, n, try)
+		leases, err := s.acquireOnceTry(ctx, n, try, st)
 		if !errors.Is(err, errNodeGone) {
 			if err != nil {
-				return nil, opErr(ctx, "acquire", s.path, err)
+				return nil, st.failed(opErr(ctx, "acquire", s.path, err))
 			}
-			for _, l := range leases {
-				s.c.emit(Event{Kind: EventAcquired, Path: s.path, Node: l.Path(), Wait: time.Since(start), Position: l.h.node.position})
+			nodes := make([]*lockNode, len(leases))
+			for i, l := range leases {
+				nodes[i] = l.h.node
 			}
+			st.granted(nodes...)
 			return leases, nil
 		}
 		if err := r.again(ctx, s.c.closing, "a lease of "+s.path); err != nil {
-			return nil, opErr(ctx, "acquire", s.path, err)
+			return nil, st.failed(opErr(ctx, "acquire", s.path, err))
 		}
 	}
 }
 
 // acquireOnceTry is acquireOnce, and for a Try, under tryConnected (see
 // lockInternals.acquireTry).
-func (s *Semaphore) acquireOnceTry(ctx context.Context, n int, try bool) (leases []*Lease, err error) {
+func (s *Semaphore) acquireOnceTry(ctx context.Context, n int, try bool, st story) (leases []*Lease, err error) {
 	if !try {
-		return s.acquireOnce(ctx, n, false)
+		return s.acquireOnce(ctx, n, false, st)
 	}
 	err = s.c.tryConnected(ctx, func(ctx context.Context) (err error) {
-		leases, err = s.acquireOnce(ctx, n, true)
+		leases, err = s.acquireOnce(ctx, n, true, st)
 		return err
 	})
 	return leases, err
@@ -207,7 +209,8 @@ func (s *Semaphore) acquireOnceTry(ctx context.Context, n int, try bool) (leases
 // only orders acquirers, so that only its holder watches the leases: it is
 // a node, not a hold, and a connection blip does not end it. Losing it with
 // the session means losing the lease nodes too, which the wait notices.
-func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool) ([]*Lease, error) {
+// The leases belong to story st.
+func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, st story) ([]*Lease, error) {
 	c := s.c
 	lock, _, err := s.lock.acquire(ctx, acquireReq{data: c.opts.nodeData, try: try})
 	if err != nil {
@@ -249,7 +252,7 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool) ([]*Lease,
 		deleteNodes(c, nodes)
 		return nil, err
 	}
-	return s.grant(ctx, nodes, snap)
+	return s.grant(ctx, nodes, snap, st)
 }
 
 // leaseListing is one listing of the leases, with its watch.
@@ -357,12 +360,12 @@ func (s *Semaphore) verdict(l leaseListing, nodes []*lockNode) (verdict, bool) {
 	return verdict{granted: len(l.children) <= s.maxLeases || mutant("extralease") && len(l.children) == s.maxLeases+1, watch: l.ch}, true // test-only (zklock_mutant): one lease too many
 }
 
-// grant turns granted lease nodes into Leases, each a hold watched for
-// loss.
-func (s *Semaphore) grant(ctx context.Context, nodes []*lockNode, snap snapshot) ([]*Lease, error) {
+// grant turns granted lease nodes into Leases, each a hold of story st
+// watched for loss.
+func (s *Semaphore) grant(ctx context.Context, nodes []*lockNode, snap snapshot, st story) ([]*Lease, error) {
 	leases := make([]*Lease, 0, len(nodes))
 	for i, nd := range nodes {
-		h := newHold(s.c, ctx, holdSpec{name: "lease " + s.c.relPath(nd.path), path: s.path, node: nd, live: s.live})
+		h := newHold(s.c, ctx, holdSpec{name: "lease " + s.c.relPath(nd.path), path: s.path, node: nd, live: s.live, story: st})
 		if !h.watch(snap, nil) { // the Client is closing; h is lost
 			deleteNodes(s.c, nodes[i+1:])
 			return nil, errors.Join(ErrClosed, s.ReturnAll(leases))

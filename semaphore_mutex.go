@@ -36,6 +36,7 @@ func NewSemaphoreMutex(c *Client, path string, opts ...LockOption) (*SemaphoreMu
 		return nil, err
 	}
 	s.live = lockCount{&c.lives, s.mutexID()} // holds belong to the lock
+	s.kind = RecipeSemaphoreMutex
 	return &SemaphoreMutex{s: s}, nil
 }
 

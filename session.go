@@ -311,9 +311,9 @@ func (c *Client) holdLost(s snapshot) error {
 	case c.state == StateClosed:
 		return errLostClosed
 	case c.losses != s.losses || c.session != s.session:
-		return fmt.Errorf("%w: session lost", ErrLockLost)
+		return kindOf(ErrLockLost, errLossSession)
 	case c.opts.policy == StandardPolicy && c.suspends != s.suspends:
-		return fmt.Errorf("%w: connection suspended", ErrLockLost)
+		return kindOf(ErrLockLost, errLossSuspended)
 	}
 	return nil
 }
