@@ -9,9 +9,13 @@ PKG     := github.com/zklock/zklock
 COVER   := coverage.out
 MINCOV  ?= 85
 
-.PHONY: test deps vet unit chaos-short integration example demo cover fuzz fuzz-short bench chaos clean
+.PHONY: test deps vet unit adapters chaos-short integration example demo cover fuzz fuzz-short bench chaos clean
 
-test: deps vet unit fuzz-short chaos-short integration example
+test: deps vet unit adapters fuzz-short chaos-short integration example
+
+# The observability adapters: modules of their own (their own go.mod), so
+# that the library's users inherit neither OpenTelemetry nor Prometheus.
+ADAPTERS := zklockprom zklockotel
 
 deps:
 	@./internal/tools/ensure-deps.sh
@@ -19,8 +23,11 @@ deps:
 vet:
 	$(GO) vet ./...
 	cd integration_test && $(GO) vet ./...
+	@set -e; for m in $(ADAPTERS); do echo "cd $$m && $(GO) vet ./..."; (cd $$m && $(GO) vet ./...); done
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) run ./internal/tools/doccheck .
+	$(GO) run ./internal/tools/doccheck ./zktest
+	@set -e; for m in $(ADAPTERS); do $(GO) run ./internal/tools/doccheck ./$$m; done
 
 # Root module: unit tests and integration tests against a real ZooKeeper,
 # with the race detector, goroutine-leak checks and root-package coverage.
@@ -31,6 +38,11 @@ unit:
 	$(GO) test $(RACE) -count=1 -timeout 15m -skip 'TestChaosShort|TestChaosTeeth' -covermode=atomic -coverpkg=$(PKG) -coverprofile=$(COVER) ./...
 	@$(GO) tool cover -func=$(COVER) | tail -1
 	@$(GO) tool cover -func=$(COVER) | awk '/^total:/ { sub("%","",$$3); if ($$3+0 < $(MINCOV)) { print "coverage " $$3 "% is below $(MINCOV)%"; exit 1 } }'
+
+# The adapter modules' tests: each against its library's in-memory reader
+# or registry, fed by a real ZooKeeper's lock events.
+adapters: deps
+	@set -e; for m in $(ADAPTERS); do echo "cd $$m && $(GO) test $(RACE) -count=1 ./..."; (cd $$m && $(GO) test $(RACE) -count=1 -timeout 5m ./...); done
 
 # Integration module: the testcontainers backend (image built locally from
 # Debian's packages) and the multi-node scenarios.

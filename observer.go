@@ -168,6 +168,7 @@ var (
 // sees it. Paths are relative to the Client's namespace.
 type Event struct {
 	Kind     EventKind
+	Time     time.Time     // when it happened (an Observer runs later)
 	ID       uint64        // the story's, unique in the process: the same for an acquire's events and its holds' (see EventKind); 0 for EventDeleteRetried
 	Recipe   Recipe        // the kind of lock; 0 for EventDeleteRetried
 	Path     string        // the lock's (or semaphore's) base path; a MultiLock's members', joined with commas; "" for EventDeleteRetried
@@ -344,6 +345,7 @@ func (c *Client) emit(ev Event) {
 	if c.obs == nil {
 		return
 	}
+	ev.Time = time.Now()
 	ev.Dropped = int(c.obs.dropped.Swap(0))
 	select {
 	case c.obs.events <- ev:

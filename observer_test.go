@@ -2,7 +2,10 @@ package zklock_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -307,19 +310,33 @@ func (l *eventLog) await(t *testing.T, d time.Duration, what string, match func(
 	}
 }
 
-// outcome waits for the outcome (EventAcquired or EventAcquireFailed) of
-// the last story started on path, and returns its start and its outcome.
-func (l *eventLog) outcome(t *testing.T, path string) (started, out zklock.Event) {
+// outcome waits for the n-th story started on path (from 1) and for its
+// outcome (EventAcquired or EventAcquireFailed), and returns both.
+func (l *eventLog) outcome(t *testing.T, path string, n int) (started, out zklock.Event) {
 	t.Helper()
-	l.mu.Lock()
-	for _, ev := range l.evs {
-		if ev.Kind == zklock.EventAcquireStarted && ev.Path == path {
-			started = ev
+	deadline := time.After(10 * time.Second)
+	for started.ID == 0 {
+		l.mu.Lock()
+		seen := 0
+		for _, ev := range l.evs {
+			if ev.Kind == zklock.EventAcquireStarted && ev.Path == path {
+				if seen++; seen == n {
+					started = ev
+					break
+				}
+			}
+		}
+		l.mu.Unlock()
+		if started.ID != 0 {
+			break
+		}
+		select {
+		case <-l.notify:
+		case <-deadline:
+			t.Fatalf("no story %d started on %s", n, path)
 		}
 	}
-	l.mu.Unlock()
-	require.NotZero(t, started.ID, "a story started on %s", path)
-	out = l.await(t, 10*time.Second, "ending story "+path, func(ev zklock.Event) bool {
+	out = l.await(t, 10*time.Second, "ending story on "+path, func(ev zklock.Event) bool {
 		return ev.ID == started.ID && (ev.Kind == zklock.EventAcquired || ev.Kind == zklock.EventAcquireFailed)
 	})
 	return started, out
@@ -390,7 +407,7 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 
 	_, err = m.TryLock(context.Background())
 	require.ErrorIs(t, err, zklock.ErrLocked)
-	started, out := log.outcome(t, path)
+	started, out := log.outcome(t, path, 1)
 	assert.Equal(t, zklock.EventAcquireFailed, out.Kind)
 	assert.Equal(t, zklock.CauseBusy, out.Cause)
 	assert.ErrorIs(t, out.Err, zklock.ErrLocked)
@@ -400,7 +417,7 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 	_, err = m.Lock(ctx)
 	cancel()
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	_, out = log.outcome(t, path)
+	_, out = log.outcome(t, path, 2)
 	assert.Equal(t, zklock.CauseTimeout, out.Cause)
 	assert.GreaterOrEqual(t, out.Wait, 300*time.Millisecond, "the wait is the time to the outcome")
 
@@ -409,13 +426,13 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 	waitParticipants(t, m, 2)
 	cancel()
 	require.ErrorIs(t, await(t, w, 10*time.Second).err, context.Canceled)
-	_, out = log.outcome(t, path)
+	_, out = log.outcome(t, path, 3)
 	assert.Equal(t, zklock.CauseCanceled, out.Cause)
 
 	require.NoError(t, held.Release())
 	h, err := m.Lock(context.Background())
 	require.NoError(t, err)
-	started, out = log.outcome(t, path)
+	started, out = log.outcome(t, path, 4)
 	assert.Equal(t, zklock.EventAcquired, out.Kind)
 	node := out.Node
 	require.NoError(t, h.Release())
@@ -424,6 +441,7 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 	assert.Equal(t, node, end.Node)
 	assert.Equal(t, zklock.CauseNone, end.Cause)
 
+	i := 0
 	for _, tc := range []struct {
 		cause  zklock.Cause
 		policy zklock.ErrorPolicy
@@ -436,11 +454,12 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 		}},
 	} {
 		link := e.link()
+		i++
 		c := e.client(zklock.WithObserver(log.observe), zklock.WithErrorPolicy(tc.policy),
 			zklock.WithZKOptions(zk.WithDialer(link.Dial)))
-		h, err := e.mutex(c, "/lost").Lock(context.Background())
+		h, err := e.mutex(c, "/lost"+strconv.Itoa(i)).Lock(context.Background())
 		require.NoError(t, err)
-		started, _ := log.outcome(t, e.root+"/lost")
+		started, _ := log.outcome(t, e.root+"/lost"+strconv.Itoa(i), 1)
 		tc.cut(link, h.Path())
 		end := log.end(t, started.ID)
 		assert.Equal(t, zklock.EventLost, end.Kind, tc.cause)
@@ -455,7 +474,7 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 	waitParticipants(t, m, 2)
 	require.NoError(t, c.Close())
 	require.ErrorIs(t, await(t, w, 10*time.Second).err, zklock.ErrClosed)
-	_, out = log.outcome(t, path)
+	_, out = log.outcome(t, path, 5)
 	assert.Equal(t, zklock.CauseClosed, out.Cause)
 	require.NoError(t, held.Release())
 	log.checkStories(t)
@@ -470,10 +489,12 @@ func TestIntegration_ObserverRecipeKinds(t *testing.T) {
 	c := e.client(zklock.WithObserver(log.observe))
 	bg := context.Background()
 	ids := map[uint64]zklock.Recipe{}
+	stories := map[string]int{} // stories started, by path
 	check := func(recipe zklock.Recipe, path string, lock func() (release func() error)) {
 		t.Helper()
 		release := lock()
-		started, out := log.outcome(t, path)
+		stories[path]++
+		started, out := log.outcome(t, path, stories[path])
 		assert.Equal(t, recipe, started.Recipe, path)
 		assert.Equal(t, zklock.EventAcquired, out.Kind, path)
 		assert.Equal(t, recipe, out.Recipe, path)
@@ -545,4 +566,25 @@ func TestRecipeAndCauseNames(t *testing.T) {
 		assert.Equal(t, want, c.String())
 	}
 	assert.Equal(t, "AcquireFailed", zklock.EventAcquireFailed.String())
+}
+
+// The adapters are modules of their own: the library's module requires
+// nothing beyond go-zookeeper and the test dependencies, and the library
+// imports only go-zookeeper and the standard library.
+func TestAdaptersAddNothingToTheLibrary(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "mod", "edit", "-json").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var mod struct{ Require []struct{ Path string } }
+	require.NoError(t, json.Unmarshal(out, &mod))
+	allowed := []string{"github.com/go-zookeeper/zk", "github.com/stretchr/testify", "go.uber.org/goleak", "go.yaml.in/yaml/v3"}
+	for _, r := range mod.Require {
+		assert.Contains(t, allowed, r.Path, "the library's go.mod requires %s", r.Path)
+	}
+	out, err = exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, p := range strings.Fields(string(out)) {
+		assert.True(t, p == "github.com/go-zookeeper/zk" || p == "github.com/zklock/zklock" ||
+			strings.HasPrefix(p, "github.com/zklock/zklock/internal/"), "the library imports %s", p)
+	}
 }
