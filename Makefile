@@ -16,6 +16,9 @@ test: deps vet unit adapters fuzz-short chaos-short integration example
 # The observability adapters: modules of their own (their own go.mod), so
 # that the library's users inherit neither OpenTelemetry nor Prometheus.
 ADAPTERS := zklockprom zklockotel
+# Modules of their own besides integration_test: the adapters, and the
+# metrics example, which uses zklockprom.
+MODULES := $(ADAPTERS) examples/metrics
 
 deps:
 	@./internal/tools/ensure-deps.sh
@@ -23,7 +26,7 @@ deps:
 vet:
 	$(GO) vet ./...
 	cd integration_test && $(GO) vet ./...
-	@set -e; for m in $(ADAPTERS); do echo "cd $$m && $(GO) vet ./..."; (cd $$m && $(GO) vet ./...); done
+	@set -e; for m in $(MODULES); do echo "cd $$m && $(GO) vet ./..."; (cd $$m && $(GO) vet ./...); done
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) run ./internal/tools/doccheck .
 	$(GO) run ./internal/tools/doccheck ./zktest
@@ -40,9 +43,10 @@ unit:
 	@$(GO) tool cover -func=$(COVER) | awk '/^total:/ { sub("%","",$$3); if ($$3+0 < $(MINCOV)) { print "coverage " $$3 "% is below $(MINCOV)%"; exit 1 } }'
 
 # The adapter modules' tests: each against its library's in-memory reader
-# or registry, fed by a real ZooKeeper's lock events.
+# or registry, fed by a real ZooKeeper's lock events; and the metrics
+# example's.
 adapters: deps
-	@set -e; for m in $(ADAPTERS); do echo "cd $$m && $(GO) test $(RACE) -count=1 ./..."; (cd $$m && $(GO) test $(RACE) -count=1 -timeout 5m ./...); done
+	@set -e; for m in $(MODULES); do echo "cd $$m && $(GO) test $(RACE) -count=1 ./..."; (cd $$m && $(GO) test $(RACE) -count=1 -timeout 5m ./...); done
 
 # Integration module: the testcontainers backend (image built locally from
 # Debian's packages) and the multi-node scenarios.
@@ -52,9 +56,10 @@ integration:
 # Every example under examples/ runs, as a command, and checks its own
 # property (its exit status). Their tests (examples/*/main_test.go) and the
 # root package's Example functions also run in `make unit`, under ./...
-EXAMPLES := mutex rwlock semaphore multilock revoke fencing metrics election
+EXAMPLES := mutex rwlock semaphore multilock revoke fencing election
 example: deps
 	@set -e; for e in $(EXAMPLES); do echo "== go run ./examples/$$e"; $(GO) run ./examples/$$e; done
+	@echo "== cd examples/metrics && go run ."; cd examples/metrics && $(GO) run .
 
 # The README's first command: the flash-sale oversell scenario, without a
 # lock and with zklock's Mutex and Semaphore. Starts its own ZooKeeper

@@ -144,13 +144,25 @@
 // # Logging and metrics
 //
 // The Client logs through the [log/slog] logger set with [WithLogger]
-// (by default nothing). Each Acquire logs "zklock: acquire started" (path)
-// and "zklock: acquired" (path, node, wait, position), each last Release
-// "zklock: released" (path, node, held), and each revocation request
-// "zklock: revocation requested", all at Debug level, so a logger at Info
-// or above costs acquire and release nothing. A lost hold is logged at
-// Warn, and connection state changes at Info. [WithObserver] receives the
-// same events as values, for metrics and tracing.
+// (by default nothing). Each acquire that queues logs "zklock: acquire
+// started" and then "zklock: acquired" (node, wait, position) or "zklock:
+// acquire failed" (wait, cause, err); each hold's end logs "zklock:
+// released" (held); each revocation request "zklock: revocation
+// requested": all at Debug level, with the path, the recipe and the story's
+// id, so a logger at Info or above costs acquire and release nothing. A
+// lost hold is logged at Warn with its cause, and connection state changes
+// at Info.
+//
+// [WithObserver] receives the same events as values ([Event]), for
+// metrics and tracing: every acquire ends in one outcome, every hold in
+// one end, and each event carries its [Recipe], its [Cause] and an ID that
+// ties them together (see [EventKind]). Two adapters, each a module of its
+// own so that the library's users inherit nothing, turn them into
+// metrics: github.com/zklock/zklock/zklockprom (Prometheus client_golang
+// collectors) and github.com/zklock/zklock/zklockotel (OpenTelemetry
+// metrics, after its connection-pool conventions, and a span per
+// acquire). Both label by recipe and outcome; the lock's path only on
+// request.
 //
 // # Interoperability with Curator: the znode layout
 //

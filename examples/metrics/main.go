@@ -1,15 +1,18 @@
-// Command metrics turns zklock's lock events into Prometheus-style
-// metrics with an Observer (zklock.WithObserver), using the standard
-// library only: counters of acquisitions, releases, losses, revocation
-// requests and background-delete retries, and histograms of wait and hold
-// times. It runs a small workload (contended locking, one revocation, one
-// lost hold) and prints the metrics in the Prometheus text exposition
-// format.
+// Command metrics exports zklock's lock events as Prometheus metrics with
+// the zklockprom adapter (a module of its own, so the library's users
+// inherit nothing from client_golang): a Collector registered with a
+// registry, and its Observe passed to every Client (zklock.WithObserver).
+// It runs a small workload (contended locking, a busy TryLock, a Lock
+// that times out, one revocation, one lost hold), prints the metrics in
+// the Prometheus text exposition format, and checks that they count what
+// was done. The series are labelled by recipe and outcome, not by lock
+// path: a service with a lock per job keeps a handful of series.
 //
 // It uses the ensemble in ZK_SERVERS (comma-separated host:port), or starts
-// a throwaway ZooKeeper server when ZK_SERVERS is unset.
+// a throwaway ZooKeeper server when ZK_SERVERS is unset. It is a module of
+// its own:
 //
-//	go run ./examples/metrics
+//	cd examples/metrics && go run .
 package main
 
 import (
@@ -18,15 +21,22 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/internal/exampleenv"
+	"github.com/zklock/zklock/zklockprom"
 )
 
 const (
 	root      = "/examples/metrics"
 	orders    = root + "/orders"    // contended: every session takes it in turn
+	report    = root + "/report"    // held by one session while another tries it
 	revocable = root + "/revocable" // held, then revoked
 	fragile   = root + "/fragile"   // held, then lost: its node is deleted
 	sessions  = 3
@@ -36,13 +46,15 @@ const (
 
 // tally is what the workload did, to check the metrics against.
 type tally struct {
-	acquired, released, lost, revoked int
+	acquired, released, lost, revoked, busy, timedOut int
 }
 
 // events returns how many events the workload makes the Observers see:
-// one started and one acquired per acquisition, one per release, loss and
-// revocation request.
-func (t tally) events() int { return 2*t.acquired + t.released + t.lost + t.revoked }
+// a start and an outcome per acquire, an end per hold, and the revocation
+// requests.
+func (t tally) events() int {
+	return 2*(t.acquired+t.busy+t.timedOut) + t.released + t.lost + t.revoked
+}
 
 func main() { exampleenv.Main(run) }
 
@@ -55,10 +67,26 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 	}
 	defer admin.Close()
 	defer exampleenv.Cleanup(admin.Conn(), root) // after the sessions close
-	m := newMetrics()
+	col := zklockprom.New(zklockprom.Options{})
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(col); err != nil {
+		return err
+	}
+	// Observers run on goroutines of their own: count what they saw, to
+	// wait for them before reading the metrics.
+	var seen atomic.Int64
+	more := make(chan struct{}, 1)
+	observe := func(ev zklock.Event) {
+		col.Observe(ev)
+		seen.Add(int64(1 + ev.Dropped))
+		select {
+		case more <- struct{}{}:
+		default:
+		}
+	}
 	clients := make([]*zklock.Client, sessions)
 	for i := range clients {
-		clients[i], err = zklock.Connect(servers, zklock.WithObserver(m.observe))
+		clients[i], err = zklock.Connect(servers, zklock.WithObserver(observe))
 		if err != nil {
 			return err
 		}
@@ -68,15 +96,25 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 	if err != nil {
 		return err
 	}
-	// Observers run on goroutines of their own: wait for them to catch
-	// up before reading the metrics (and before closing the Clients).
-	if err := m.waitEvents(did.events(), waitLimit); err != nil {
+	for deadline := time.After(waitLimit); seen.Load() < int64(did.events()); {
+		select {
+		case <-more:
+		case <-deadline:
+			return fmt.Errorf("the Observers saw %d events in %v, expected %d", seen.Load(), waitLimit, did.events())
+		}
+	}
+	fmt.Fprintf(out, "did: %d acquisitions, %d releases, %d loss, %d revocation request, %d busy, %d timed out\n\n",
+		did.acquired, did.released, did.lost, did.revoked, did.busy, did.timedOut)
+	families, err := reg.Gather()
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "did: %d acquisitions, %d releases, %d loss, %d revocation request\n\n",
-		did.acquired, did.released, did.lost, did.revoked)
-	m.write(out)
-	if err := m.check(did); err != nil {
+	for _, mf := range families {
+		if _, err := expfmt.MetricFamilyToText(out, mf); err != nil {
+			return err
+		}
+	}
+	if err := check(families, did); err != nil {
 		return fmt.Errorf("VIOLATED: the metrics differ from what was done: %w", err)
 	}
 	return nil
@@ -89,6 +127,10 @@ func workload(ctx context.Context, out io.Writer, admin *zklock.Client, clients 
 		return did, err
 	}
 	fmt.Fprintf(out, "contended: %d sessions took %s %d times each\n", len(clients), orders, turns)
+	if err := busy(ctx, clients[0], clients[1], &did); err != nil {
+		return did, err
+	}
+	fmt.Fprintf(out, "busy: a TryLock of %s found it held, and a Lock gave up at its deadline\n", report)
 	if err := revoke(ctx, clients[0], clients[1], &did); err != nil {
 		return did, err
 	}
@@ -127,6 +169,37 @@ func contend(ctx context.Context, clients []*zklock.Client, did *tally) error {
 	did.acquired += n
 	did.released += n
 	return errors.Join(errs...)
+}
+
+// busy has holder take report while other tries it, then waits for it
+// with a deadline.
+func busy(ctx context.Context, holder, other *zklock.Client, did *tally) error {
+	mu, err := zklock.NewMutex(holder, report)
+	if err != nil {
+		return err
+	}
+	hold, err := mu.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer hold.Release()
+	did.acquired++
+	theirs, err := zklock.NewMutex(other, report)
+	if err != nil {
+		return err
+	}
+	if _, err := theirs.TryLock(ctx); !errors.Is(err, zklock.ErrLocked) {
+		return fmt.Errorf("TryLock of a held lock: want ErrLocked, got %v", err)
+	}
+	did.busy++
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := theirs.Lock(wctx); !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("Lock of a held lock: want its deadline, got %v", err)
+	}
+	did.timedOut++
+	did.released++
+	return hold.Release()
 }
 
 // revoke has holder take a revocable lock and asker revoke it.
@@ -186,4 +259,66 @@ func lose(ctx context.Context, admin, holder *zklock.Client, did *tally) error {
 		return fmt.Errorf("release of a lost hold: want ErrLockLost, got %v", err)
 	}
 	return nil
+}
+
+// check compares the gathered metrics with what was done.
+func check(families []*dto.MetricFamily, did tally) error {
+	count := func(name string, labels ...string) float64 {
+		for _, mf := range families {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				if !hasLabels(m, labels) {
+					continue
+				}
+				switch {
+				case m.Histogram != nil:
+					return float64(m.GetHistogram().GetSampleCount())
+				case m.Gauge != nil:
+					return m.GetGauge().GetValue()
+				case m.Counter != nil:
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+		return 0
+	}
+	var errs []error
+	for _, c := range []struct {
+		got  float64
+		want int
+		what string
+	}{
+		{count("zklock_acquire_wait_seconds", "recipe", "mutex", "outcome", "acquired"), did.acquired, "acquisitions"},
+		{count("zklock_acquire_wait_seconds", "recipe", "mutex", "outcome", "busy"), did.busy, "busy Trys"},
+		{count("zklock_acquire_wait_seconds", "recipe", "mutex", "outcome", "timeout"), did.timedOut, "timeouts"},
+		{count("zklock_hold_seconds", "recipe", "mutex", "outcome", "released"), did.released, "releases"},
+		{count("zklock_hold_seconds", "recipe", "mutex", "outcome", "deleted"), did.lost, "losses"},
+		{count("zklock_revocations_requested_total", "recipe", "mutex"), did.revoked, "revocation requests"},
+		{count("zklock_holds", "recipe", "mutex"), 0, "holds standing"},
+		{count("zklock_acquires_pending", "recipe", "mutex"), 0, "acquires pending"},
+		{count("zklock_observer_dropped_events_total"), 0, "dropped events"},
+	} {
+		if c.got != float64(c.want) {
+			errs = append(errs, fmt.Errorf("%s: the metrics say %v, the workload did %d", c.what, c.got, c.want))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// hasLabels reports whether m has the label pairs kv (name, value, ...).
+func hasLabels(m *dto.Metric, kv []string) bool {
+	for i := 0; i < len(kv); i += 2 {
+		found := false
+		for _, l := range m.GetLabel() {
+			if l.GetName() == kv[i] && l.GetValue() == kv[i+1] {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
