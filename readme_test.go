@@ -10,19 +10,23 @@ import (
 	"go/token"
 	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/zktest"
 )
 
 // The README's Go snippets compile as written: each ```go block of
-// README.md is the body of one of the readme* functions below (up to the
+// README.md, CONTRIBUTING.md and docs/*.md (but those of the zklockprom
+// adapter, which its module's tests compile) is the body of one of the readme* functions below (up to the
 // line "// (not in the README)", after which a function may use what the
 // snippet declared), which the compiler checks with the rest of the
 // tests. TestREADMESnippets fails if a block has no such function, or a
@@ -30,9 +34,19 @@ import (
 
 func TestREADMESnippets(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("README.md")
+	docs, err := filepath.Glob("docs/*.md")
 	require.NoError(t, err)
-	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
+	var blocks [][]string
+	for _, name := range append([]string{"README.md", "CONTRIBUTING.md"}, docs...) {
+		text, err := os.ReadFile(name)
+		require.NoError(t, err)
+		for _, b := range regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(string(text), -1) {
+			if strings.Contains(b[1], "zklockprom.") {
+				continue // the adapter's own tests compile it: this module cannot import it
+			}
+			blocks = append(blocks, b)
+		}
+	}
 	require.NotEmpty(t, blocks)
 
 	src, err := os.ReadFile("readme_test.go")
@@ -170,4 +184,59 @@ func readmeTLS(caPEM []byte) (*zklock.Client, error) {
 		zklock.WithZKOptions(zk.WithDialer(dial)))
 	// (not in the README)
 	return client, err
+}
+
+// Every relative link of the README, CONTRIBUTING.md and docs/*.md leads
+// to a file that exists, and its #anchor, if any, to a heading there.
+func TestDocLinks(t *testing.T) {
+	t.Parallel()
+	docs, err := filepath.Glob("docs/*.md")
+	require.NoError(t, err)
+	require.NotEmpty(t, docs, "the README's sections moved to docs/")
+	link := regexp.MustCompile(`\]\(([^)#\s]*)(#[^)\s]*)?\)`)
+	for _, name := range append([]string{"README.md", "CONTRIBUTING.md"}, docs...) {
+		text, err := os.ReadFile(name)
+		require.NoError(t, err)
+		for _, m := range link.FindAllStringSubmatch(string(text), -1) {
+			target, anchor := m[1], strings.TrimPrefix(m[2], "#")
+			if strings.Contains(target, "://") {
+				continue
+			}
+			file := name
+			if target != "" {
+				file = filepath.Join(filepath.Dir(name), target)
+			}
+			body, err := os.ReadFile(file)
+			if !assert.NoError(t, err, "%s links to %s", name, m[0]) || anchor == "" {
+				continue
+			}
+			assert.Contains(t, anchors(string(body)), anchor, "%s links to %s: no such heading", name, m[0])
+		}
+	}
+}
+
+// anchors returns the GitHub anchors of a Markdown text's headings.
+func anchors(text string) []string {
+	var out []string
+	inCode := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "```") {
+			inCode = !inCode
+		}
+		if inCode || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		h := strings.ToLower(strings.TrimSpace(strings.TrimLeft(line, "#")))
+		var b strings.Builder
+		for _, r := range h {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
 }
