@@ -76,7 +76,7 @@ const (
 	RecipeWrite                            // a ReadWriteLock's write side: "write"
 	RecipeSemaphore                        // a Semaphore's lease: "semaphore"
 	RecipeSemaphoreMutex                   // a SemaphoreMutex: "semaphore-mutex"
-	RecipeMulti                            // a MultiLock as a whole: "multi"
+	RecipeMulti                            // a MultiLock as a whole (reported to its first member's Client; each member tells its own story too): "multi"
 	RecipeElection                         // an Election's leadership: "election"
 	RecipeSelector                         // a Selector's term: "selector"
 )
