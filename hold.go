@@ -658,7 +658,7 @@ func (h *hold) freed() error {
 // deleteNode is the free function of a node hold: a guaranteed delete. A
 // node found already gone means the hold had been lost unseen.
 func (h *hold) deleteNode() error {
-	gone, err := h.c.deleteNodeGone(h.node.path)
+	gone, err := h.c.deleteNodeGone(h.node.path, h.story)
 	if gone {
 		h.node.solo.deleted(h.node.name)
 	}

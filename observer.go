@@ -37,8 +37,10 @@ const (
 	// release it.
 	EventRevocationRequested
 	// EventDeleteRetried: deleting Node failed on the network, and the
-	// delete goes on in the background; Err is the failure. It belongs to
-	// no story: its ID is 0.
+	// delete goes on in the background; Err is the failure. A hold's
+	// delete belongs to the hold's story (it comes after its end); the
+	// delete of a node that never made a hold (an acquire's, cleaned up)
+	// belongs to none: its ID and Recipe are 0.
 	EventDeleteRetried
 	// EventAcquireFailed: an acquire ended without a hold, and left no
 	// node behind; Wait, Cause and Err (the error the caller got) are set.
@@ -82,7 +84,7 @@ const (
 )
 
 // String returns the recipe's label, such as "mutex", or "" for the zero
-// Recipe (an EventDeleteRetried's).
+// Recipe (that of an EventDeleteRetried of no story).
 func (r Recipe) String() string {
 	switch r {
 	case 0:
@@ -169,9 +171,9 @@ var (
 type Event struct {
 	Kind     EventKind
 	Time     time.Time     // when it happened (an Observer runs later)
-	ID       uint64        // the story's, unique in the process: the same for an acquire's events and its holds' (see EventKind); 0 for EventDeleteRetried
-	Recipe   Recipe        // the kind of lock; 0 for EventDeleteRetried
-	Path     string        // the lock's (or semaphore's) base path; a MultiLock's members', joined with commas; "" for EventDeleteRetried
+	ID       uint64        // the story's, unique in the process: the same for an acquire's events and its holds' (see EventKind); 0 for an EventDeleteRetried of no story
+	Recipe   Recipe        // the kind of lock; 0 for an EventDeleteRetried of no story
+	Path     string        // the lock's (or semaphore's) base path; a MultiLock's members', joined with commas; "" for an EventDeleteRetried of no story
 	Node     string        // the node concerned, when there is one
 	Wait     time.Duration // EventAcquired, EventAcquireFailed: from the start of the acquire to its outcome
 	Position int           // EventAcquired: nodes queued ahead when the node joined the queue

@@ -85,6 +85,9 @@ func TestIntegration_ObserverSeesTheLifeOfAHold(t *testing.T) {
 	retried := nextEvent(t, events, zklock.EventDeleteRetried, 5*time.Second)
 	assert.Equal(t, node, retried.Node)
 	assert.Error(t, retried.Err)
+	assert.Equal(t, zklock.RecipeMutex, retried.Recipe, "a hold's delete belongs to its story")
+	assert.NotZero(t, retried.ID)
+	assert.Equal(t, e.root+"/obs", retried.Path)
 	waitParticipants(t, m, 0)
 }
 

@@ -419,14 +419,15 @@ func (c *Client) mkdir(ctx context.Context, p string, budget *int) error {
 // the attempt made at once, nil when it deleted the node or handed the
 // delete to the background, and zk.ErrNoNode when the node was already gone.
 func (c *Client) deleteNode(p string) error {
-	_, err := c.deleteNodeGone(p)
+	_, err := c.deleteNodeGone(p, story{})
 	return err
 }
 
 // deleteNodeGone is deleteNode, also reporting whether p was gone when it
 // returned: deleted, or found gone; not when the delete failed or goes on
-// in the background.
-func (c *Client) deleteNodeGone(p string) (bool, error) {
+// in the background. A delete that goes on in the background is reported
+// as an event of st, a hold's story, or of none (st's zero value).
+func (c *Client) deleteNodeGone(p string, st story) (bool, error) {
 	if c.ownsConn && c.usable() != nil {
 		c.log.Debug("zklock: closing: the node ends with the session", "path", p)
 		return false, nil
@@ -448,7 +449,11 @@ func (c *Client) deleteNodeGone(p string) (bool, error) {
 		}
 	}
 	c.log.Warn("zklock: delete continues in the background", "path", p, "err", err)
-	c.emit(Event{Kind: EventDeleteRetried, Node: c.relPath(p), Err: err})
+	if ev := (Event{Kind: EventDeleteRetried, Node: c.relPath(p), Err: err}); st.c != nil {
+		st.emit(ev)
+	} else {
+		c.emit(ev)
+	}
 	c.cleanup(func() {
 		c.untilDone(func() (bool, error) { return c.deleteOnce(p) })
 	})
