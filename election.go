@@ -137,7 +137,7 @@ func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p str
 	if !h.watch(snap, nil) {
 		return nil, st.failed(opErr(ctx, "campaign", p, ErrClosed))
 	}
-	st.granted(node)
+	st.granted(h)
 	return newHandle(h, h.ctx, p, release(h)), nil
 }
 

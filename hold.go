@@ -257,10 +257,11 @@ type hold struct {
 	freeOnce sync.Once
 	freeErr  error // written inside freeOnce
 
-	mu    sync.Mutex // protects the fields below
-	count int        // Releases still owed
-	ended bool       // released or lost
-	lost  error      // why the hold was lost, nil otherwise
+	mu       sync.Mutex // protects the fields below
+	count    int        // Releases still owed
+	ended    bool       // released or lost
+	lost     error      // why the hold was lost, nil otherwise
+	reported bool       // its story reported it granted, so reports its end
 }
 
 // holdKey finds a hold in the context that carries it, by keyOf its owner.
@@ -604,8 +605,11 @@ func (h *hold) release(path string) error {
 		return nil
 	}
 	h.endLocked(ErrReleased)
+	report := h.reported
 	h.mu.Unlock()
-	h.emit(Event{Kind: EventReleased})
+	if report {
+		h.reportEnd(nil)
+	}
 	return h.freed()
 }
 
@@ -619,9 +623,42 @@ func (h *hold) lose(err error) {
 	}
 	h.lost = wrapf(err, "%s", h.name)
 	h.endLocked(h.lost)
+	report := h.reported
 	h.mu.Unlock()
-	h.emit(Event{Kind: EventLost, Err: h.lost}) // logged there, at Warn
+	if report {
+		h.reportEnd(h.lost) // logged there, at Warn
+	}
 	h.freed()
+}
+
+// reportGranted reports the hold granted, as an event of its story, and
+// then its end if it has ended already: a hold that ends before its grant
+// is reported leaves the report of its end to this.
+func (h *hold) reportGranted() {
+	h.mu.Lock()
+	h.reported = true
+	ended, lost := h.ended, h.lost
+	h.mu.Unlock()
+	h.story.opened(1)
+	ev := Event{Kind: EventAcquired, Wait: time.Since(h.story.start)}
+	if h.node != nil {
+		ev.Node, ev.Position = h.c.relPath(h.node.path), h.node.position
+	}
+	h.story.emit(ev)
+	if ended {
+		h.reportEnd(lost)
+	}
+}
+
+// reportEnd reports the end of a hold its story reported granted: a
+// release, or the loss lost.
+func (h *hold) reportEnd(lost error) {
+	if lost == nil {
+		h.emit(Event{Kind: EventReleased})
+	} else {
+		h.emit(Event{Kind: EventLost, Err: lost})
+	}
+	h.story.settle()
 }
 
 // emit reports ev, with the hold's node and duration, as an event of the

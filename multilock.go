@@ -155,7 +155,7 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 			}
 		}))
 	}
-	st.granted()
+	st.granted(h)
 	return h.ctx, nil
 }
 

@@ -180,7 +180,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 	if !h.watch(snap, req.onRevoke) {
 		return nil, st.failed(opErr(ctx, "acquire", m.path, ErrClosed))
 	}
-	st.granted(node)
+	st.granted(h)
 	return h.ctx, nil
 }
 

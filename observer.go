@@ -211,7 +211,16 @@ func beginStory(c *Client, r Recipe, path string) story {
 	return st
 }
 
-// settle marks the story's outcome reported.
+// opened counts n more events the story owes (the ends of holds granted),
+// which Close waits for (see observer.drain).
+func (st story) opened(n int64) {
+	if st.c != nil && st.c.obs != nil {
+		st.c.obs.open.Add(n)
+	}
+}
+
+// settle marks one event the story owed reported: its outcome, or a
+// hold's end.
 func (st story) settle() {
 	if st.c == nil || st.c.obs == nil {
 		return
@@ -244,19 +253,13 @@ func (st story) failed(err error) error {
 	return err
 }
 
-// granted reports a hold granted on each of nodes, or one hold of other
-// holds if there are none.
-func (st story) granted(nodes ...*lockNode) {
-	defer st.settle()
-	ev := Event{Kind: EventAcquired, Wait: time.Since(st.start)}
-	if len(nodes) == 0 || st.c == nil {
-		st.emit(ev)
-		return
+// granted reports each of holds granted (and, if it has already ended,
+// its end), which is the story's outcome.
+func (st story) granted(holds ...*hold) {
+	for _, h := range holds {
+		h.reportGranted()
 	}
-	for _, nd := range nodes {
-		ev.Node, ev.Position = st.c.relPath(nd.path), nd.position
-		st.emit(ev)
-	}
+	st.settle()
 }
 
 // observerQueue is the length of the queue of events not yet delivered.
@@ -285,12 +288,12 @@ type observer struct {
 	fn      func(Event)
 	events  chan Event
 	dropped atomic.Int64  // events dropped since the last one queued
-	open    atomic.Int64  // stories without an outcome yet
+	open    atomic.Int64  // events that stories owe: outcomes, and ends of holds granted
 	settled chan struct{} // signalled when open falls to 0
 }
 
 // closeDrain bounds how long Close waits for the outcomes of the acquires
-// it ends (see WithObserver).
+// and the ends of the holds it ends (see WithObserver).
 const closeDrain = time.Second
 
 // startObserver starts the delivery goroutine, if there is an Observer.
@@ -313,9 +316,10 @@ func (c *Client) startObserver() {
 	})
 }
 
-// drain delivers, once the Client is closing, what is queued and what the
-// acquires still open report as they return, until none is open and the
-// queue is empty, or for closeDrain at most.
+// drain delivers, once the Client is closing, what is queued, what the
+// acquires still open report as they return and the ends of the holds
+// that Close ends, until no story owes an event and the queue is empty,
+// or for closeDrain at most.
 func (obs *observer) drain() {
 	limit := time.NewTimer(closeDrain)
 	defer limit.Stop()

@@ -452,14 +452,15 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 	}{
 		{zklock.CauseDeleted, zklock.StandardPolicy, func(_ *kit.Link, node string) { require.NoError(t, e.admin.Delete(node, -1)) }},
 		{zklock.CauseConnection, zklock.StandardPolicy, func(link *kit.Link, _ string) { link.Cut() }},
-		{zklock.CauseSession, zklock.SessionPolicy, func(link *kit.Link, _ string) {
-			require.NoError(t, link.ExpireSession(context.Background()))
-		}},
+		// Silence: the Client declares the session lost a third of the
+		// timeout after it saw the connection go (an expiry by the servers
+		// would delete the node, which the node's watch may report first).
+		{zklock.CauseSession, zklock.SessionPolicy, func(link *kit.Link, _ string) { link.Pause() }},
 	} {
 		link := e.link()
 		i++
 		c := e.client(zklock.WithObserver(log.observe), zklock.WithErrorPolicy(tc.policy),
-			zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+			zklock.WithSessionTimeout(2*time.Second), zklock.WithZKOptions(zk.WithDialer(link.Dial)))
 		h, err := e.mutex(c, "/lost"+strconv.Itoa(i)).Lock(context.Background())
 		require.NoError(t, err)
 		started, _ := log.outcome(t, e.root+"/lost"+strconv.Itoa(i), 1)
@@ -469,16 +470,25 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 		assert.Equal(t, tc.cause, end.Cause, "%v", end.Err)
 		assert.ErrorIs(t, end.Err, zklock.ErrLockLost)
 		assert.ErrorIs(t, h.Release(), zklock.ErrLockLost)
+		link.Resume()
 	}
 
 	held, err = e.mutex(other, "/busy").Lock(context.Background())
 	require.NoError(t, err)
 	w = acquireAsync(context.Background(), m)
 	waitParticipants(t, m, 2)
+	atClose, err := e.mutex(c, "/atclose").Lock(context.Background())
+	require.NoError(t, err)
 	require.NoError(t, c.Close())
 	require.ErrorIs(t, await(t, w, 10*time.Second).err, zklock.ErrClosed)
+	require.ErrorIs(t, atClose.Err(), zklock.ErrLockLost)
+	// Delivered by Close: nothing comes after it.
 	_, out = log.outcome(t, path, 5)
 	assert.Equal(t, zklock.CauseClosed, out.Cause)
+	started, _ = log.outcome(t, e.root+"/atclose", 1)
+	end = log.end(t, started.ID)
+	assert.Equal(t, zklock.EventLost, end.Kind)
+	assert.Equal(t, zklock.CauseClosed, end.Cause)
 	require.NoError(t, held.Release())
 	log.checkStories(t)
 }

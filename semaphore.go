@@ -178,11 +178,11 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 			if err != nil {
 				return nil, st.failed(opErr(ctx, "acquire", s.path, err))
 			}
-			nodes := make([]*lockNode, len(leases))
+			holds := make([]*hold, len(leases))
 			for i, l := range leases {
-				nodes[i] = l.h.node
+				holds[i] = l.h
 			}
-			st.granted(nodes...)
+			st.granted(holds...)
 			return leases, nil
 		}
 		if err := r.again(ctx, s.c.closing, "a lease of "+s.path); err != nil {
