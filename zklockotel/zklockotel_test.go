@@ -16,6 +16,7 @@ import (
 
 	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/internal/leakcheck"
+	"github.com/zklock/zklock/internal/obstest"
 	"github.com/zklock/zklock/zklockotel"
 	"github.com/zklock/zklock/zktest"
 )
@@ -32,30 +33,8 @@ func setup(t *testing.T, cluster *zktest.Cluster, opts zklockotel.Options) (*sdk
 	opts.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	obs, err := zklockotel.New(opts)
 	require.NoError(t, err)
-	events := make(chan zklock.Event, 1000)
-	c, err := zklock.Connect(cluster.Servers(), zklock.WithObserver(func(ev zklock.Event) {
-		obs.Observe(ev)
-		events <- ev
-	}))
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
+	c, events := obstest.Observed(t, cluster, obs.Observe)
 	return reader, spans, c, events
-}
-
-// until waits for an event of kind.
-func until(t *testing.T, events <-chan zklock.Event, kind zklock.EventKind) zklock.Event {
-	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case ev := <-events:
-			if ev.Kind == kind {
-				return ev
-			}
-		case <-timeout:
-			t.Fatalf("no %v event", kind)
-		}
-	}
 }
 
 // collect returns, by instrument name, each data point's value (a sum's
@@ -95,36 +74,7 @@ func TestObserverMetricsAndSpans(t *testing.T) {
 	cluster := zktest.Shared(t)
 	root := cluster.Root(t)
 	reader, spans, c, events := setup(t, cluster, zklockotel.Options{})
-	other, err := zklock.Connect(cluster.Servers())
-	require.NoError(t, err)
-	defer other.Close()
-	bg := context.Background()
-	m, err := zklock.NewMutex(c, root+"/job")
-	require.NoError(t, err)
-	om, err := zklock.NewMutex(other, root+"/job")
-	require.NoError(t, err)
-
-	held, err := om.Lock(bg)
-	require.NoError(t, err)
-	_, err = m.TryLock(bg)
-	require.ErrorIs(t, err, zklock.ErrLocked)
-	until(t, events, zklock.EventAcquireFailed)
-	ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
-	_, err = m.Lock(ctx)
-	cancel()
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	until(t, events, zklock.EventAcquireFailed)
-	require.NoError(t, held.Release())
-	h, err := m.Lock(bg)
-	require.NoError(t, err)
-	granted := until(t, events, zklock.EventAcquired)
-	require.NoError(t, h.Release())
-	until(t, events, zklock.EventReleased)
-	h, err = m.Lock(bg)
-	require.NoError(t, err)
-	require.NoError(t, c.Conn().Delete(h.Path(), -1))
-	until(t, events, zklock.EventLost)
-	require.ErrorIs(t, h.Release(), zklock.ErrLockLost)
+	granted := obstest.Outcomes(t, cluster, c, events, root+"/job", func() {})
 
 	mutex := zklockotel.RecipeKey.String("mutex")
 	got := collect(t, reader)
@@ -170,8 +120,8 @@ func TestObserverPathAttribute(t *testing.T) {
 	require.NoError(t, err)
 	leases, err := s.AcquireN(context.Background(), 2)
 	require.NoError(t, err)
-	until(t, events, zklock.EventAcquired)
-	until(t, events, zklock.EventAcquired)
+	obstest.Until(t, events, zklock.EventAcquired)
+	obstest.Until(t, events, zklock.EventAcquired)
 	sem, path := zklockotel.RecipeKey.String("semaphore"), zklockotel.PathKey.String(root+"/sem")
 	got := collect(t, reader)
 	assert.Equal(t, map[attribute.Set]float64{attrs(sem, path): 2}, got["zklock.hold.count"], "two leases")

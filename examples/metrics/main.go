@@ -195,7 +195,7 @@ func busy(ctx context.Context, holder, other *zklock.Client, did *tally) error {
 	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	if _, err := theirs.Lock(wctx); !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("Lock of a held lock: want its deadline, got %v", err)
+		return fmt.Errorf("a Lock of a held lock: want its deadline, got %v", err)
 	}
 	did.timedOut++
 	did.released++
