@@ -88,7 +88,7 @@ func (f *breakFlags) breakNode(args []string, stdin *os.File, stdout, stderr io.
 
 // parseNode parses PATH NODE, as revoke and break take them.
 func (c *common) parseNode(args []string) (lock, node string, err error) {
-	pos, rest, err := c.parse(args, 2)
+	pos, rest, err := c.parse(args, argPath, argNode)
 	if err != nil {
 		return "", "", err
 	}

@@ -46,7 +46,9 @@ type common struct {
 func newCommon(name, usage string) *common {
 	c := &common{fs: flag.NewFlagSet(name, flag.ContinueOnError), name: name, usage: usage}
 	c.fs.SetOutput(io.Discard) // errors and usage are printed by exitFor
-	c.fs.StringVar(&c.servers, "servers", os.Getenv("ZK_SERVERS"), "ZooKeeper servers, `host:port,...` (default $ZK_SERVERS)")
+	// Not os.Getenv's value as the default: the flag's help would print
+	// that default after its own "(default $ZK_SERVERS)". parse reads it.
+	c.fs.StringVar(&c.servers, "servers", "", "ZooKeeper servers, `host:port,...` (default $ZK_SERVERS)")
 	c.fs.StringVar(&c.namespace, "namespace", "", "namespace: every path lives under /`ns`")
 	c.fs.StringVar(&c.auth, "auth", "", "digest authentication, `user:password`")
 	c.fs.DurationVar(&c.sessionTimeout, "session-timeout", defaultSessionTimeout, "ZooKeeper session timeout (the library's default)")
@@ -63,10 +65,20 @@ func (c *common) printUsage(w io.Writer) {
 	fmt.Fprint(w, "\n", exitCodesText)
 }
 
-// parse parses args, whose flags may come before, between or after the n
-// positional arguments. It returns the positional arguments and what
-// follows them (after a "--", if any). flag.ErrHelp is returned as is.
-func (c *common) parse(args []string, n int) (pos, rest []string, err error) {
+// Positional arguments, named as the error for a missing one names them.
+const (
+	argPath = "PATH (the lock's path)"
+	argNode = "NODE (a node of the lock: its name as 'zklock inspect' shows it, or its sequence number)"
+)
+
+// parse parses args, whose flags may come before, between or after the
+// positional arguments, one per entry of want: each a name and what it is,
+// as argPath, which the usage error for a missing one quotes. It returns
+// the positional arguments and what follows them (after a "--", if any).
+// flag.ErrHelp is returned as is. Without -servers, the servers are
+// $ZK_SERVERS.
+func (c *common) parse(args []string, want ...string) (pos, rest []string, err error) {
+	n := len(want)
 	rest = args
 	for {
 		if err := c.fs.Parse(rest); err != nil {
@@ -86,7 +98,10 @@ func (c *common) parse(args []string, n int) (pos, rest []string, err error) {
 		}
 	}
 	if len(pos) < n {
-		return nil, nil, fmt.Errorf("%w: want %d argument(s), have %d", errUsage, n, len(pos))
+		return nil, nil, fmt.Errorf("%w: missing %s", errUsage, strings.Join(want[len(pos):], " and "))
+	}
+	if !c.isSet("servers") {
+		c.servers = os.Getenv("ZK_SERVERS")
 	}
 	return pos, rest, nil
 }
@@ -98,10 +113,10 @@ func (c *common) isSet(name string) bool {
 	return set
 }
 
-// pathAndClient parses a command line of one lock path and no command,
-// checks the path, and connects.
-func (c *common) pathAndClient(args []string) (string, *zklock.Client, error) {
-	pos, rest, err := c.parse(args, 1)
+// pathAndClient parses a command line of one path, named and described
+// by what (as argPath), and no command, checks the path, and connects.
+func (c *common) pathAndClient(args []string, what string) (string, *zklock.Client, error) {
+	pos, rest, err := c.parse(args, what)
 	if err != nil {
 		return "", nil, err
 	}

@@ -53,7 +53,7 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 }
 
 func (f *inspectFlags) inspect(args []string, stdout io.Writer) error {
-	p, client, err := f.pathAndClient(args)
+	p, client, err := f.pathAndClient(args, argPath)
 	if err != nil {
 		return err
 	}

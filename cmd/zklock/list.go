@@ -58,7 +58,7 @@ func runList(args []string, stdout, stderr io.Writer) int {
 }
 
 func (f *listFlags) list(args []string, stdout io.Writer) error {
-	root, client, err := f.pathAndClient(args)
+	root, client, err := f.pathAndClient(args, "PREFIX (the path whose locks to list, such as /)")
 	if err != nil {
 		return err
 	}
