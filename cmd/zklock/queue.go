@@ -91,26 +91,28 @@ func detect(children []string) string {
 	return recipeUnknown
 }
 
-// view reads the lock's queue once. The children are listed first, so
-// that a watch set by the caller on them misses no later change.
+// view reads the lock's queue once, from children, the lock path's
+// children as listed by the caller (so that a watch set on them misses no
+// later change): a node read each, and for a semaphore a listing of its
+// leases and of its acquirers.
 func (in *inspector) view(ctx context.Context, children []string, exists bool) (*queueView, error) {
 	v := &queueView{Path: in.path, Recipe: recipeNone, Exists: exists, Nodes: []nodeView{}}
 	if !exists {
 		return v, nil
 	}
 	v.Recipe = detect(children)
+	children = slices.Sorted(slices.Values(children))
 	var err error
 	switch v.Recipe {
 	case recipeMutex:
-		err = in.mutex(ctx, v)
+		err = in.mutex(v, children)
 	case recipeLatch:
-		err = in.latch(ctx, v)
+		err = in.latch(v, children)
 	case recipeRWLock:
-		err = in.rwlock(ctx, v)
+		err = in.rwlock(v, children)
 	case recipeSemaphore:
 		err = in.semaphore(ctx, v)
 	case recipeUnknown:
-		slices.Sort(children)
 		err = in.unknown(ctx, v, children)
 	}
 	if err != nil {
@@ -136,8 +138,9 @@ func (v *queueView) count() {
 
 // lockNodes splits names into the lock nodes of a recipe, whose names
 // contain one of marks and end with a sequence number, and the others
-// (such as the container of another lock below this one).
-func lockNodes(names []string, marks ...string) (nodes, others []string) {
+// (such as the container of another lock below this one). The lock nodes
+// are in queue order: by order.SortKey, with marks[0] as the lock name.
+func lockNodes(names []string, order zklock.Driver, marks ...string) (nodes, others []string) {
 	for _, name := range names {
 		isLock := len(name) > seqLen && strings.Trim(name[len(name)-seqLen:], "0123456789") == "" &&
 			slices.ContainsFunc(marks, func(m string) bool { return strings.Contains(name, m) })
@@ -147,23 +150,22 @@ func lockNodes(names []string, marks ...string) (nodes, others []string) {
 			others = append(others, name)
 		}
 	}
+	// The library compares sort keys as Java's String.compareTo does;
+	// lock nodes' keys are sequence numbers, ASCII, which byte order sorts
+	// alike.
+	slices.SortStableFunc(nodes, func(a, b string) int {
+		return strings.Compare(order.SortKey(a, marks[0]), order.SortKey(b, marks[0]))
+	})
 	return nodes, others
 }
 
 // seqLen is the length of a sequential node's sequence number.
 const seqLen = 10
 
-// mutex fills v with a Mutex's queue: its first node holds.
-func (in *inspector) mutex(ctx context.Context, v *queueView) error {
-	m, err := zklock.NewMutex(in.c, in.path)
-	if err != nil {
-		return err
-	}
-	all, err := participants(ctx, m)
-	if err != nil {
-		return err
-	}
-	names, others := lockNodes(all, "lock-")
+// mutex fills v with a Mutex's queue, from the lock path's children: its
+// first node holds.
+func (in *inspector) mutex(v *queueView, children []string) error {
+	names, others := lockNodes(children, zklock.StandardDriver{}, "lock-")
 	v.Others = append(v.Others, others...)
 	for _, name := range names {
 		res, _ := zklock.StandardDriver{}.GetsTheLock(names, name, 1)
@@ -175,25 +177,14 @@ func (in *inspector) mutex(ctx context.Context, v *queueView) error {
 }
 
 // latch fills v with a leader latch's queue (zklock's Election, Curator's
-// LeaderLatch): its first node leads, and is shown as the holder; each
-// node's owner is its participant id.
-func (in *inspector) latch(ctx context.Context, v *queueView) error {
-	el, err := zklock.NewElection(in.c, in.path, "")
-	if err != nil {
-		return err
-	}
-	ps, err := el.Participants(ctx)
-	if err != nil {
-		return err
-	}
-	all := make([]string, len(ps))
-	for i, p := range ps {
-		all[i] = path.Base(p.Node)
-	}
-	names, others := lockNodes(all, "latch-")
+// LeaderLatch), from the lock path's children: its first node that still
+// exists leads, and is shown as the holder; each node's owner is its
+// participant id.
+func (in *inspector) latch(v *queueView, children []string) error {
+	names, others := lockNodes(children, zklock.StandardDriver{}, "latch-")
 	v.Others = append(v.Others, others...)
-	for i, name := range names {
-		if err := in.add(v, "lock", "latch", name, roleOf(i == 0)); err != nil {
+	for _, name := range names {
+		if err := in.add(v, "lock", "latch", name, roleOf(len(v.Nodes) == 0)); err != nil {
 			return err
 		}
 	}
@@ -215,18 +206,11 @@ func (rwOrder) SortKey(child, _ string) string {
 	return d.SortKey(d.SortKey(child, layout.ReadLockName), layout.WriteLockName)
 }
 
-// rwlock fills v with a ReadWriteLock's queue: the first node holds if it
-// is a writer, and readers hold while no writer is ahead of them.
-func (in *inspector) rwlock(ctx context.Context, v *queueView) error {
-	m, err := zklock.NewMutex(in.c, in.path, zklock.WithDriver(rwOrder{}))
-	if err != nil {
-		return err
-	}
-	all, err := participants(ctx, m)
-	if err != nil {
-		return err
-	}
-	names, others := lockNodes(all, layout.ReadLockName, layout.WriteLockName)
+// rwlock fills v with a ReadWriteLock's queue, from the lock path's
+// children: the first node holds if it is a writer, and readers hold while
+// no writer is ahead of them.
+func (in *inspector) rwlock(v *queueView, children []string) error {
+	names, others := lockNodes(children, rwOrder{}, layout.ReadLockName, layout.WriteLockName)
 	v.Others = append(v.Others, others...)
 	for _, name := range names {
 		kind, held := "read", false
