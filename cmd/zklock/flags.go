@@ -39,6 +39,7 @@ type common struct {
 	connectTimeout time.Duration
 
 	extra []zklock.Option // the command's own Client options, set while checking its flags
+	check func() error    // the command's own checks of its flags, if any: see pathAndClient
 }
 
 // newCommon makes a command's flag set with the common flags. usage is the
@@ -114,7 +115,8 @@ func (c *common) isSet(name string) bool {
 }
 
 // pathAndClient parses a command line of one path, named and described
-// by what (as argPath), and no command, checks the path, and connects.
+// by what (as argPath), and no command, checks the path and, with c.check,
+// the command's flags, and connects.
 func (c *common) pathAndClient(args []string, what string) (string, *zklock.Client, error) {
 	pos, rest, err := c.parse(args, what)
 	if err != nil {
@@ -125,6 +127,11 @@ func (c *common) pathAndClient(args []string, what string) (string, *zklock.Clie
 	}
 	if err := checkPath(pos[0]); err != nil {
 		return "", nil, err
+	}
+	if c.check != nil {
+		if err := c.check(); err != nil {
+			return "", nil, err
+		}
 	}
 	client, err := c.connect()
 	return pos[0], client, err

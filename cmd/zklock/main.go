@@ -95,10 +95,24 @@
 // # list
 //
 // list walks the tree under PREFIX and prints one line per lock found
-// (mutex, rwlock or semaphore, recognised as by inspect): its path,
-// recipe, holders and waiters (latches too); with -json, one JSON array of objects with
-// the fields "path", "recipe", "holders" and "waiters". A lock without
-// participants (a free lock's empty container) is not listed.
+// (mutex, rwlock, semaphore or latch, recognised as by inspect; a
+// Selector's layout is a mutex's): its path, recipe, holders, waiters, the
+// age of its oldest holder (from the holder node's creation time) and the
+// holders' owners. A lock without participants (a free lock's empty
+// container) is not listed. -waiting lists only the locks that have
+// waiters, and -older-than D only those whose oldest holder has held
+// longer than D; a lock that cannot be read is listed whatever the
+// filters. With -json, list prints one JSON array of objects:
+//
+//	{
+//	  "path": "/locks/job",
+//	  "recipe": "mutex",                  // mutex | latch | rwlock | semaphore
+//	  "holders": 1, "waiters": 2,
+//	  "age_ms": 1520,                     // the oldest holder's age; 0 without a holder
+//	  "held_since": "2026-01-02T15:04:05.123Z", // its node's creation; omitted without a holder
+//	  "owners": ["10.0.0.7"],             // the holders' owners (node data), in queue order
+//	  "error": "..."                      // why the lock could not be read; omitted otherwise
+//	}
 //
 // # exec
 //
