@@ -148,7 +148,7 @@ func (f *breakFlags) describe(c *zklock.Client, p string) (*zk.Stat, string, err
 	}
 	held := time.Since(time.UnixMilli(stat.Ctime))
 	desc := fmt.Sprintf("%s (session 0x%x, owner %s, age %s, token %d)",
-		p, stat.EphemeralOwner, ownerText(data), age(held), stat.Czxid)
+		p, stat.EphemeralOwner, shownOwner(ownerText(data)), age(held), stat.Czxid)
 	return stat, desc, nil
 }
 

@@ -214,17 +214,26 @@ func printTable(w io.Writer, v *queueView) error {
 	}
 	fmt.Fprintf(w, "%s: %s, %s, %s\n", v.Path, v.Recipe, plural(v.Holders, "holder"), plural(v.Waiters, "waiter"))
 	if v.Leader != nil {
-		fmt.Fprintf(w, "leader: %q\n", *v.Leader)
+		fmt.Fprintf(w, "leader: %s\n", leaderText(*v.Leader))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POS\tKIND\tROLE\tSESSION\tOWNER\tAGE\tTOKEN\tNODE")
 	for _, n := range v.Nodes {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", n.Position, n.Kind, n.Role, n.Session,
-			clip(n.Owner, 32), age(time.Duration(n.AgeMS)*time.Millisecond), n.Token, relName(v.Path, n))
+			clip(shownOwner(n.Owner), 32), age(time.Duration(n.AgeMS)*time.Millisecond), n.Token, relName(v.Path, n))
 	}
 	err := tw.Flush()
 	printOthers(w, v)
 	return err
+}
+
+// leaderText is a leader's id for people: quoted (an empty id shows), or
+// "(revoked)".
+func leaderText(id string) string {
+	if shown := shownOwner(id); shown != id {
+		return shown
+	}
+	return fmt.Sprintf("%q", id)
 }
 
 // printOthers lists the children of the lock path that are not lock

@@ -213,15 +213,23 @@ func (f *listFlags) print(w io.Writer, prefix string, locks []lockSummary) error
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PATH\tRECIPE\tHOLDERS\tWAITERS\tAGE\tOWNERS")
 	for _, l := range locks {
-		owners := clip(strings.Join(l.Owners, ","), 48)
-		if l.Error != "" {
-			owners = "error: " + l.Error
-		}
 		held := "-"
 		if l.HeldSince != nil {
 			held = age(time.Duration(l.AgeMS) * time.Millisecond)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", l.Path, l.Recipe, l.Holders, l.Waiters, held, owners)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", l.Path, l.Recipe, l.Holders, l.Waiters, held, ownersText(l))
 	}
 	return tw.Flush()
+}
+
+// ownersText is the OWNERS column: the holders' owners, or the error.
+func ownersText(l lockSummary) string {
+	if l.Error != "" {
+		return "error: " + l.Error
+	}
+	shown := make([]string, len(l.Owners))
+	for i, o := range l.Owners {
+		shown[i] = shownOwner(o)
+	}
+	return clip(strings.Join(shown, ","), 48)
 }

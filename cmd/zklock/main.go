@@ -62,6 +62,8 @@
 //	    "path": "/locks/job/_c_...-lock-0000000000",
 //	    "session": "0x1000012345a0001", // ephemeralOwner, hex; "0x0" if persistent
 //	    "owner": "10.0.0.7",      // node data as text (hex if not printable)
+//	    "revoked": true,          // the data is a revocation request, "__REVOKE__"
+//	                              // (tables show the owner as "(revoked)"); omitted if not
 //	    "created": "2026-01-02T15:04:05.123Z",
 //	    "age_ms": 1520,
 //	    "token": 4294967312       // fencing token: the node's czxid, as Mutex.Token
@@ -80,6 +82,14 @@
 // asked to release; revocation is cooperative, and whether a holder is
 // revocable cannot be seen in ZooKeeper: revoke says that it asked, and
 // with -wait D waits up to D for the node to go (exit 1 if it stays).
+// The revocation message replaces the node's data, its owner: revoke
+// prints the owner and session it replaced,
+//
+//	revocation requested: /locks/job/_c_...-lock-0000000003 (owner 10.0.0.7, session 0x1000012345a0001; its node data now reads __REVOKE__)
+//
+// or, for a node already revoked, "(session 0x...; already revoked: its
+// owner is no longer recorded)". inspect, list and break show a revoked
+// node's owner as "(revoked)".
 //
 // # break
 //

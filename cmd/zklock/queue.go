@@ -57,6 +57,7 @@ type nodeView struct {
 	Path     string    `json:"path"`
 	Session  string    `json:"session"`
 	Owner    string    `json:"owner"`
+	Revoked  bool      `json:"revoked,omitempty"` // the node's data is a revocation request
 	Created  time.Time `json:"created"`
 	AgeMS    int64     `json:"age_ms"`
 	Token    int64     `json:"token"`
@@ -353,11 +354,26 @@ func (in *inspector) add(v *queueView, queue, kind, name, role string) error {
 	}
 	v.Nodes = append(v.Nodes, nodeView{
 		Position: pos, Queue: queue, Kind: kind, Role: role, Name: name, Path: p,
-		Session: fmt.Sprintf("0x%x", stat.EphemeralOwner), Owner: ownerText(data),
+		Session: fmt.Sprintf("0x%x", stat.EphemeralOwner), Owner: ownerText(data), Revoked: isRevoked(data),
 		Created: created, AgeMS: time.Since(created).Milliseconds(), Token: stat.Czxid,
 		session: stat.EphemeralOwner,
 	})
 	return nil
+}
+
+// isRevoked reports whether node data is a revocation request ('zklock
+// revoke', Curator's Revoker), which replaced the owner's own data.
+func isRevoked(data []byte) bool {
+	return string(data) == layout.RevokeMessage
+}
+
+// shownOwner is an owner, as ownerText gives it, for people: "(revoked)"
+// for a revocation request, which is all the node's data now says.
+func shownOwner(owner string) string {
+	if owner == layout.RevokeMessage {
+		return "(revoked)"
+	}
+	return owner
 }
 
 // ownerText shows node data as text, or as hex if it is not printable.
