@@ -21,6 +21,7 @@ import (
 const (
 	recipeMutex     = "mutex"
 	recipeLatch     = "latch"
+	recipeSelector  = "selector" // a mutex layout read as a Selector's, on request
 	recipeRWLock    = "rwlock"
 	recipeSemaphore = "semaphore"
 	recipeNone      = "none"
@@ -67,9 +68,10 @@ type nodeView struct {
 
 // inspector reads the queue of one lock.
 type inspector struct {
-	c      *zklock.Client
-	common *common
-	path   string // as given, relative to the namespace
+	c        *zklock.Client
+	common   *common
+	path     string // as given, relative to the namespace
+	selector bool   // read reads a mutex layout as a Selector's: see asSelector
 }
 
 // detect names the recipe whose layout children belong to.
@@ -106,9 +108,10 @@ func (in *inspector) view(ctx context.Context, children []string, exists bool) (
 	var err error
 	switch v.Recipe {
 	case recipeMutex:
-		err = in.mutex(v, children)
+		err = in.firstHolds(v, children, "lock-", "lock")
 	case recipeLatch:
-		err = in.latch(v, children)
+		err = in.firstHolds(v, children, "latch-", "latch")
+		setLeader(v)
 	case recipeRWLock:
 		err = in.rwlock(v, children)
 	case recipeSemaphore:
@@ -163,35 +166,44 @@ func lockNodes(names []string, order zklock.Driver, marks ...string) (nodes, oth
 // seqLen is the length of a sequential node's sequence number.
 const seqLen = 10
 
-// mutex fills v with a Mutex's queue, from the lock path's children: its
-// first node holds.
-func (in *inspector) mutex(v *queueView, children []string) error {
-	names, others := lockNodes(children, zklock.StandardDriver{}, "lock-")
+// firstHolds fills v with the queue of a recipe whose first node holds,
+// from the lock path's children: a Mutex's (and a Selector's, its layout;
+// nodes ..lock-<seq>), or a leader latch's (zklock's Election, Curator's
+// LeaderLatch; nodes ..latch-<seq>), whose holder is the leader and whose
+// owners are participant ids. The first node that still exists when read
+// holds, as the library decides once it sees the nodes ahead gone.
+func (in *inspector) firstHolds(v *queueView, children []string, mark, kind string) error {
+	names, others := lockNodes(children, zklock.StandardDriver{}, mark)
 	v.Others = append(v.Others, others...)
 	for _, name := range names {
-		res, _ := zklock.StandardDriver{}.GetsTheLock(names, name, 1)
-		if err := in.add(v, "lock", "lock", name, roleOf(res.Acquired)); err != nil {
+		if err := in.add(v, "lock", kind, name, roleOf(len(v.Nodes) == 0)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// latch fills v with a leader latch's queue (zklock's Election, Curator's
-// LeaderLatch), from the lock path's children: its first node that still
-// exists leads, and is shown as the holder; each node's owner is its
-// participant id.
-func (in *inspector) latch(v *queueView, children []string) error {
-	names, others := lockNodes(children, zklock.StandardDriver{}, "latch-")
-	v.Others = append(v.Others, others...)
-	for _, name := range names {
-		if err := in.add(v, "lock", "latch", name, roleOf(len(v.Nodes) == 0)); err != nil {
-			return err
-		}
-	}
+// setLeader sets v's leader: the id (owner) of its holder, if it has one.
+func setLeader(v *queueView) {
 	if len(v.Nodes) > 0 && v.Nodes[0].Role == roleHolder {
 		id := v.Nodes[0].Owner
 		v.Leader = &id
+	}
+}
+
+// asSelector reads v, a lock's queue, as an election's: a mutex layout is
+// a Selector's (Curator's LeaderSelector: a mutex on the election's path),
+// whose holder leads; a latch has its leader already; a free or missing
+// lock has none. Other recipes have no leader: an error.
+func asSelector(v *queueView) error {
+	switch v.Recipe {
+	case recipeMutex:
+		v.Recipe = recipeSelector
+		setLeader(v)
+	case recipeLatch, recipeNone:
+	default:
+		return fmt.Errorf("%s is a %s, not an election: only a latch (Election, LeaderLatch) or a Selector (LeaderSelector, a mutex's layout) has a leader",
+			v.Path, v.Recipe)
 	}
 	return nil
 }

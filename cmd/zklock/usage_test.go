@@ -19,7 +19,7 @@ func offline(t *testing.T) *env {
 // $ZK_SERVERS, not also the variable's value.
 func TestHelpServersDefaultOnce(t *testing.T) {
 	e := offline(t)
-	for _, name := range []string{"inspect", "list", "revoke", "break", "exec"} {
+	for _, name := range []string{"inspect", "list", "revoke", "break", "exec", "leader"} {
 		r := e.run("help", name)
 		assert.Equal(t, 0, r.code, "%s: %s", name, r.stderr)
 		line := regexp.MustCompile(`(?m)^\s+ZooKeeper servers.*$`).FindString(r.stdout)
@@ -43,6 +43,7 @@ func TestMissingArguments(t *testing.T) {
 		{[]string{"break", "-force", "/a"}, "missing " + node},
 		{[]string{"exec"}, "missing PATH (the lock's path)"},
 		{[]string{"exec", "/a"}, "missing CMD (the command to run): want PATH -- CMD [ARGS...]"},
+		{[]string{"leader"}, "missing PATH (the election's path)"},
 	} {
 		r := e.run(tc.args...)
 		assert.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
