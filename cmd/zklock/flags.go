@@ -79,6 +79,12 @@ const (
 // flag.ErrHelp is returned as is. Without -servers, the servers are
 // $ZK_SERVERS.
 func (c *common) parse(args []string, want ...string) (pos, rest []string, err error) {
+	return c.parseSome(args, len(want), want...)
+}
+
+// parseSome is parse for a command line whose first required positional
+// arguments must be there and whose others may be missing.
+func (c *common) parseSome(args []string, required int, want ...string) (pos, rest []string, err error) {
 	n := len(want)
 	rest = args
 	for {
@@ -98,8 +104,8 @@ func (c *common) parse(args []string, want ...string) (pos, rest []string, err e
 			break
 		}
 	}
-	if len(pos) < n {
-		return nil, nil, fmt.Errorf("%w: missing %s", errUsage, strings.Join(want[len(pos):], " and "))
+	if len(pos) < required {
+		return nil, nil, fmt.Errorf("%w: missing %s", errUsage, strings.Join(want[len(pos):required], " and "))
 	}
 	if !c.isSet("servers") {
 		c.servers = os.Getenv("ZK_SERVERS")

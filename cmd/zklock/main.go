@@ -8,6 +8,7 @@
 //	zklock list    [flags] PREFIX        list the locks under PREFIX
 //	zklock revoke  [flags] PATH NODE     ask the holder of NODE to release
 //	zklock break   [flags] PATH NODE     delete NODE, ending its hold
+//	zklock break -holder [flags] PATH    delete the holder's node
 //	zklock leader  [flags] PATH          print who leads the election at PATH
 //	zklock exec    [flags] PATH -- CMD [ARGS...]
 //	                                     run CMD while holding the lock
@@ -133,7 +134,12 @@
 // and the next in the queue gets the lock. It asks for confirmation (y/N)
 // on a terminal; with -force it does not ask, and without -force it
 // refuses if stdin is not a terminal (exit 2). It prints what it deleted:
-// the node, its session and its owner.
+// the node, its session and its owner. With -holder, NODE is not given:
+// break deletes the node of the lock's one holder, as inspect finds it (a
+// mutex's holder, a Selector's or a latch's leader, a read/write lock's
+// writer or its one reader); where several hold (a semaphore's leases, a
+// read/write lock's readers) it refuses (exit 2) and wants NODE; a lock
+// without a holder exits 4.
 //
 // # list
 //
@@ -250,6 +256,7 @@ Usage:
   zklock list    [flags] PREFIX            list the locks under PREFIX, with their holders
   zklock revoke  [flags] PATH NODE         ask the holder of NODE to release (cooperative)
   zklock break   [flags] PATH NODE         delete NODE, ending its hold (asks first)
+  zklock break -holder [flags] PATH        delete the holder's node (asks first)
   zklock leader  [flags] PATH              print who leads the election at PATH
   zklock exec    [flags] PATH -- CMD [ARGS...]
                                            run CMD while holding the lock

@@ -55,7 +55,7 @@ func runRevoke(args []string, stdout, stderr io.Writer) int {
 }
 
 func (f *revokeFlags) revoke(args []string, stdout io.Writer) error {
-	lock, node, err := f.parseNode(args)
+	lock, node, err := f.parseNode(args, argNode, false)
 	if err != nil {
 		return err
 	}

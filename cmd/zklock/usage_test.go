@@ -40,7 +40,7 @@ func TestMissingArguments(t *testing.T) {
 		{[]string{"list"}, "missing PREFIX (the path whose locks to list, such as /)"},
 		{[]string{"revoke"}, "missing PATH (the lock's path) and " + node},
 		{[]string{"revoke", "/a"}, "missing " + node},
-		{[]string{"break", "-force", "/a"}, "missing " + node},
+		{[]string{"break", "-force", "/a"}, "missing NODE (the node to delete: its name as 'zklock inspect' shows it, or its sequence number; or -holder)"},
 		{[]string{"exec"}, "missing PATH (the lock's path)"},
 		{[]string{"exec", "/a"}, "missing CMD (the command to run): want PATH -- CMD [ARGS...]"},
 		{[]string{"leader"}, "missing PATH (the election's path)"},
