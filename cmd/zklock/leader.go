@@ -17,9 +17,10 @@ Curator's LeaderSelector; nodes ..lock-<seq>, a mutex's layout, whose
 holder leads). The leader is the first participant, in queue order, whose
 node exists when read; a leader may change right after.
 
-leader exits 0 when there is a leader; 1 with "no leader" when PATH
-exists but no participant leads (none takes part), or when PATH holds
-another recipe (a rwlock, a semaphore); 4 when PATH does not exist.
+leader exits 0 when there is a leader; 1 when PATH exists but no
+participant leads ("no leader": none takes part), or when PATH holds
+another recipe (a rwlock, a semaphore: "not an election"); 4 when PATH
+does not exist.
 
   -json    print one JSON object: {"path", "recipe", "exists",
            "participants", "leader", "node"}; "node" is the leader's node

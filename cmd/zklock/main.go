@@ -94,9 +94,10 @@
 //	node: /locks/lead/_c_...-latch-0000000007 (session 0x1000012345a0001, age 1m3s, token 4294967312)
 //
 // (a revoked Selector node's id shows as "(revoked)"). leader exits 4 if
-// PATH does not exist, and 1 with "no leader: PATH has no participants"
-// if no participant takes part, or if PATH holds another recipe. With
-// -json, it prints one JSON object, also when there is no leader:
+// PATH does not exist, and 1 if no participant takes part ("no leader:
+// PATH has no participants") or if PATH holds another recipe ("PATH is a
+// rwlock, not an election"). With -json, it prints one JSON object, also
+// when there is no leader or no PATH:
 //
 //	{
 //	  "path": "/locks/lead",

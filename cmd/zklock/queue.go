@@ -202,8 +202,12 @@ func asSelector(v *queueView) error {
 		setLeader(v)
 	case recipeLatch, recipeNone:
 	default:
-		return fmt.Errorf("%s is a %s, not an election: only a latch (Election, LeaderLatch) or a Selector (LeaderSelector, a mutex's layout) has a leader",
-			v.Path, v.Recipe)
+		what := "a " + v.Recipe
+		if v.Recipe == recipeUnknown {
+			what = "of no layout zklock knows"
+		}
+		return fmt.Errorf("%s is %s, not an election: only a latch (Election, LeaderLatch) or a Selector (LeaderSelector, a mutex's layout) has a leader",
+			v.Path, what)
 	}
 	return nil
 }
@@ -364,25 +368,27 @@ func (in *inspector) add(v *queueView, queue, kind, name, role string) error {
 			pos++
 		}
 	}
+	owner := ownerText(data)
 	v.Nodes = append(v.Nodes, nodeView{
 		Position: pos, Queue: queue, Kind: kind, Role: role, Name: name, Path: p,
-		Session: fmt.Sprintf("0x%x", stat.EphemeralOwner), Owner: ownerText(data), Revoked: isRevoked(data),
+		Session: fmt.Sprintf("0x%x", stat.EphemeralOwner), Owner: owner, Revoked: isRevoked(owner),
 		Created: created, AgeMS: time.Since(created).Milliseconds(), Token: stat.Czxid,
 		session: stat.EphemeralOwner,
 	})
 	return nil
 }
 
-// isRevoked reports whether node data is a revocation request ('zklock
-// revoke', Curator's Revoker), which replaced the owner's own data.
-func isRevoked(data []byte) bool {
-	return string(data) == layout.RevokeMessage
+// isRevoked reports whether owner, a node's data as ownerText gives it,
+// is a revocation request ('zklock revoke', Curator's Revoker), which
+// replaced the owner's own data.
+func isRevoked(owner string) bool {
+	return owner == layout.RevokeMessage
 }
 
 // shownOwner is an owner, as ownerText gives it, for people: "(revoked)"
 // for a revocation request, which is all the node's data now says.
 func shownOwner(owner string) string {
-	if owner == layout.RevokeMessage {
+	if isRevoked(owner) {
 		return "(revoked)"
 	}
 	return owner

@@ -14,7 +14,7 @@ import (
 	"github.com/zklock/zklock/internal/layout"
 )
 
-// opTimeout bounds revoke's work, and inspect's single read.
+// opTimeout bounds the work of revoke, list, leader and break -holder.
 const opTimeout = 30 * time.Second
 
 const revokeUsage = `Usage: zklock revoke [flags] PATH NODE
@@ -97,11 +97,12 @@ func (f *revokeFlags) replaced(c *zklock.Client, p string) (string, error) {
 	if err != nil {
 		return "", opError("read", p, err)
 	}
-	if isRevoked(data) {
+	owner := ownerText(data)
+	if isRevoked(owner) {
 		return fmt.Sprintf("session 0x%x; already revoked: its owner is no longer recorded", stat.EphemeralOwner), nil
 	}
 	return fmt.Sprintf("owner %s, session 0x%x; its node data now reads %s",
-		ownerText(data), stat.EphemeralOwner, layout.RevokeMessage), nil
+		owner, stat.EphemeralOwner, layout.RevokeMessage), nil
 }
 
 // awaitRelease waits up to -wait for the node at p to be deleted.
