@@ -11,11 +11,12 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock/internal/layout"
 )
 
 // revokeMessage is the data Curator's Revoker writes into a lock node to ask
 // its holder to release.
-var revokeMessage = []byte("__REVOKE__")
+var revokeMessage = []byte(layout.RevokeMessage)
 
 // errNodeGone means the node queued for a lock vanished (session expiry, a
 // deletion by someone else, a reaped parent); the engine queues again.

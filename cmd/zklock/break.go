@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 )
 
 const breakUsage = `Usage: zklock break [flags] PATH NODE
+       zklock break [flags] -holder PATH
 
 Deletes NODE, a node of the lock at PATH, to break a stuck lock: its
 holder's hold ends as if its session had expired (a zklock holder's hold
@@ -28,6 +30,13 @@ unique suffix of one (such as its sequence number), or its full path; a
 semaphore's nodes as leases/NAME or locks/NAME. Only lock nodes (ephemeral
 nodes) are deleted.
 
+With -holder, NODE is not given: break deletes the node of the lock's
+holder, found as 'zklock inspect' finds it: a mutex's holder (a
+Selector's leader), a latch's leader, a read/write lock's writer or its
+one reader. Where several hold (a semaphore's leases, a read/write lock's
+readers) -holder cannot choose: break refuses (exit 2) and wants NODE. A
+lock without a holder exits 4.
+
 break shows the node (session, owner, age, token) and asks for
 confirmation (y/N) when stdin is a terminal. With -force it does not ask;
 without -force it refuses when stdin is not a terminal (exit 2). An answer
@@ -37,12 +46,17 @@ other than y or yes deletes nothing (exit 1).
 // breakFlags are break's command line.
 type breakFlags struct {
 	*common
-	force bool
+	force  bool
+	holder bool // delete the holder's node: no NODE
 }
+
+// argBreakNode is break's NODE, which -holder replaces.
+const argBreakNode = "NODE (the node to delete: its name as 'zklock inspect' shows it, or its sequence number; or -holder)"
 
 func newBreakFlags() *breakFlags {
 	f := &breakFlags{common: newCommon("break", breakUsage)}
 	f.fs.BoolVar(&f.force, "force", false, "delete without asking for confirmation")
+	f.fs.BoolVar(&f.holder, "holder", false, "delete the node of the lock's holder, found as inspect finds it, instead of NODE")
 	return f
 }
 
@@ -53,7 +67,7 @@ func runBreak(args []string, stdout, stderr io.Writer) int {
 }
 
 func (f *breakFlags) breakNode(args []string, stdin *os.File, stdout, stderr io.Writer) error {
-	lock, node, err := f.parseNode(args)
+	lock, node, err := f.parseBreak(args)
 	if err != nil {
 		return err
 	}
@@ -65,7 +79,7 @@ func (f *breakFlags) breakNode(args []string, stdin *os.File, stdout, stderr io.
 		return err
 	}
 	defer client.Close()
-	nodePath, err := findLockNode(client, f.common, lock, node)
+	nodePath, err := f.findNode(client, lock, node)
 	if err != nil {
 		return err
 	}
@@ -86,23 +100,90 @@ func (f *breakFlags) breakNode(args []string, stdin *os.File, stdout, stderr io.
 	return nil
 }
 
-// parseNode parses PATH NODE, as revoke and break take them.
-func (c *common) parseNode(args []string) (lock, node string, err error) {
-	pos, rest, err := c.parse(args, 2)
+// parseNode parses PATH NODE, as revoke and break take them: NODE is
+// named and described by what (as argNode), and may be missing (node is
+// then "") if optional.
+func (c *common) parseNode(args []string, what string, optional bool) (lock, node string, err error) {
+	required := 2
+	if optional {
+		required = 1
+	}
+	pos, rest, err := c.parseSome(args, required, argPath, what)
 	if err != nil {
 		return "", "", err
 	}
 	if len(rest) > 0 {
 		return "", "", fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
 	}
-	lock, node = pos[0], pos[1]
+	lock = pos[0]
 	if err := checkPath(lock); err != nil {
 		return "", "", err
 	}
+	if len(pos) < 2 {
+		return lock, "", nil
+	}
+	node = pos[1]
 	if node == "" || (strings.HasPrefix(node, "/") && checkPath(node) != nil) {
 		return "", "", fmt.Errorf("%w: node %q: want a node name or a full path", errUsage, node)
 	}
 	return lock, node, nil
+}
+
+// parseBreak parses PATH NODE, or PATH alone with -holder.
+func (f *breakFlags) parseBreak(args []string) (lock, node string, err error) {
+	lock, node, err = f.parseNode(args, argBreakNode, true)
+	switch {
+	case err != nil:
+		return "", "", err
+	case f.holder && node != "":
+		return "", "", fmt.Errorf("%w: -holder finds the node to delete: give PATH alone, not NODE %q", errUsage, node)
+	case !f.holder && node == "":
+		return "", "", fmt.Errorf("%w: missing %s", errUsage, argBreakNode)
+	}
+	return lock, node, nil
+}
+
+// findNode returns the path of the node to delete: node, resolved by
+// findLockNode, or with -holder the holder's node.
+func (f *breakFlags) findNode(c *zklock.Client, lock, node string) (string, error) {
+	if !f.holder {
+		return findLockNode(c, f.common, lock, node)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	in := &inspector{c: c, common: f.common, path: lock}
+	v, _, err := in.read(ctx, false)
+	if err != nil {
+		return "", err
+	}
+	var holders []string
+	for _, n := range v.Nodes {
+		if n.Role == roleHolder {
+			holders = append(holders, relName(lock, n))
+		}
+	}
+	switch {
+	case !v.Exists:
+		return "", noNode("lock path %s does not exist", lock)
+	case len(holders) == 0:
+		return "", noNode("%s has no holder: nothing to break", lock)
+	case v.Recipe == recipeSemaphore:
+		return "", fmt.Errorf("%w: %s is a semaphore, whose %s all hold (%s): -holder cannot choose; name the lease to break, as leases/NAME",
+			errUsage, lock, plural(len(holders), "lease"), some(holders))
+	case len(holders) > 1:
+		return "", fmt.Errorf("%w: %s has %s (%s): -holder cannot choose; name the node to break",
+			errUsage, lock, plural(len(holders), "holder"), some(holders))
+	}
+	return path.Join(lock, holders[0]), nil
+}
+
+// some lists the first few of names, and says how many more there are.
+func some(names []string) string {
+	const few = 3
+	if len(names) <= few {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:few], ", "), len(names)-few)
 }
 
 // findLockNode resolves node to the path of a node of the lock: a child
@@ -148,7 +229,7 @@ func (f *breakFlags) describe(c *zklock.Client, p string) (*zk.Stat, string, err
 	}
 	held := time.Since(time.UnixMilli(stat.Ctime))
 	desc := fmt.Sprintf("%s (session 0x%x, owner %s, age %s, token %d)",
-		p, stat.EphemeralOwner, ownerText(data), age(held), stat.Czxid)
+		p, stat.EphemeralOwner, shownOwner(ownerText(data)), age(held), stat.Czxid)
 	return stat, desc, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
@@ -131,4 +132,89 @@ func TestBreakSemaphoreAndMissing(t *testing.T) {
 		r := e.run(args...)
 		assert.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
 	}
+}
+
+// break -holder deletes the holder's node without its name, as break
+// NODE does: it asks on a terminal, refuses without one unless -force, and
+// the next in the queue gets the lock.
+func TestBreakHolder(t *testing.T) {
+	e := setup(t)
+	m, h := e.holdWithOwner("stuck-job")
+	node := m.LockPath(h)
+	m2, err := zklock.NewMutex(e.client(), e.path)
+	require.NoError(t, err)
+	next := e.queue(e.path, 2, func(ctx context.Context) error {
+		h2, err := m2.Acquire(ctx)
+		if err == nil {
+			err = m2.Release(h2)
+		}
+		return err
+	})
+
+	r := e.run("break", "-holder", e.path)
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "stdin is not a terminal")
+	code, stdout, stderr := e.breakOnTerminal(t, "n", "-holder")
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stderr, "delete "+node+" (session 0x")
+	assert.Empty(t, stdout)
+	assert.Len(t, e.children(e.path), 2, "nothing deleted")
+
+	r = e.run("break", "-force", "-holder", e.path)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "deleted "+node+" (session ")
+	assert.Contains(t, r.stdout, "owner stuck-job")
+	lostHold(t, h)
+	select {
+	case err := <-next.done:
+		assert.NoError(t, err, "the next in the queue got the lock")
+	case <-ctx(t).Done():
+		t.Fatal("the waiter did not get the lock")
+	}
+}
+
+// -holder refuses where several hold (a semaphore's leases, readers) and
+// deletes nothing; a lock without a holder, or without a path, exits 4;
+// -holder and NODE exclude each other.
+func TestBreakHolderRefused(t *testing.T) {
+	e := setup(t)
+	sem := e.root + "/sem"
+	s, err := zklock.NewSemaphore(e.client(), sem, 3)
+	require.NoError(t, err)
+	leases, err := s.AcquireN(ctx(t), 2)
+	require.NoError(t, err)
+	r := e.run("break", "-force", "-holder", sem)
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "zklock break: "+sem+" is a semaphore, whose 2 leases all hold (leases/")
+	assert.Contains(t, r.stderr, "name the lease to break, as leases/NAME")
+	assert.Len(t, e.children(sem+"/leases"), 2, "nothing deleted")
+	require.NoError(t, s.ReturnAll(leases))
+
+	var rws []*zklock.ReadWriteLock
+	for range 2 {
+		rw, err := zklock.NewReadWriteLock(e.client(), e.path)
+		require.NoError(t, err)
+		h, err := rw.ReadLock().Acquire(ctx(t))
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, rw.ReadLock().Release(h)) })
+		rws = append(rws, rw)
+	}
+	r = e.run("break", "-force", "-holder", e.path)
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, e.path+" has 2 holders (_c_")
+	assert.Contains(t, r.stderr, "name the node to break")
+	assert.Len(t, e.children(e.path), 2, "nothing deleted")
+
+	free := e.root + "/free" // persistent: ZooKeeper does not reap it, as it may an empty lock's container
+	_, err = e.admin.Create(free, nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	r = e.run("break", "-force", "-holder", free)
+	assert.Equal(t, 4, r.code, r.stderr)
+	assert.Contains(t, r.stderr, free+" has no holder: nothing to break")
+	r = e.run("break", "-force", "-holder", e.root+"/nosuch")
+	assert.Equal(t, 4, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "lock path "+e.root+"/nosuch does not exist")
+	r = e.run("break", "-force", "-holder", e.path, "lock-0000000000")
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, `-holder finds the node to delete: give PATH alone, not NODE "lock-0000000000"`)
 }

@@ -114,7 +114,7 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 // parseExec parses the command line and returns PATH, and CMD and its
 // arguments.
 func (f *execFlags) parseExec(args []string) (string, []string, error) {
-	pos, argv, err := f.parse(args, 1)
+	pos, argv, err := f.parse(args, argPath)
 	if err != nil {
 		return "", nil, err
 	}
@@ -131,7 +131,7 @@ func (f *execFlags) parseExec(args []string) (string, []string, error) {
 func (f *execFlags) check(argv []string) error {
 	switch {
 	case len(argv) == 0:
-		return fmt.Errorf("%w: no command: want PATH -- CMD [ARGS...]", errUsage)
+		return fmt.Errorf("%w: missing CMD (the command to run): want PATH -- CMD [ARGS...]", errUsage)
 	case f.read && f.write:
 		return fmt.Errorf("%w: -read and -write exclude each other", errUsage)
 	case f.isSet("n") && f.leases <= 0:

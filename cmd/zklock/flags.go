@@ -39,6 +39,7 @@ type common struct {
 	connectTimeout time.Duration
 
 	extra []zklock.Option // the command's own Client options, set while checking its flags
+	check func() error    // the command's own checks of its flags, if any: see pathAndClient
 }
 
 // newCommon makes a command's flag set with the common flags. usage is the
@@ -46,7 +47,9 @@ type common struct {
 func newCommon(name, usage string) *common {
 	c := &common{fs: flag.NewFlagSet(name, flag.ContinueOnError), name: name, usage: usage}
 	c.fs.SetOutput(io.Discard) // errors and usage are printed by exitFor
-	c.fs.StringVar(&c.servers, "servers", os.Getenv("ZK_SERVERS"), "ZooKeeper servers, `host:port,...` (default $ZK_SERVERS)")
+	// Not os.Getenv's value as the default: the flag's help would print
+	// that default after its own "(default $ZK_SERVERS)". parse reads it.
+	c.fs.StringVar(&c.servers, "servers", "", "ZooKeeper servers, `host:port,...` (default $ZK_SERVERS)")
 	c.fs.StringVar(&c.namespace, "namespace", "", "namespace: every path lives under /`ns`")
 	c.fs.StringVar(&c.auth, "auth", "", "digest authentication, `user:password`")
 	c.fs.DurationVar(&c.sessionTimeout, "session-timeout", defaultSessionTimeout, "ZooKeeper session timeout (the library's default)")
@@ -63,10 +66,26 @@ func (c *common) printUsage(w io.Writer) {
 	fmt.Fprint(w, "\n", exitCodesText)
 }
 
-// parse parses args, whose flags may come before, between or after the n
-// positional arguments. It returns the positional arguments and what
-// follows them (after a "--", if any). flag.ErrHelp is returned as is.
-func (c *common) parse(args []string, n int) (pos, rest []string, err error) {
+// Positional arguments, named as the error for a missing one names them.
+const (
+	argPath = "PATH (the lock's path)"
+	argNode = "NODE (a node of the lock: its name as 'zklock inspect' shows it, or its sequence number)"
+)
+
+// parse parses args, whose flags may come before, between or after the
+// positional arguments, one per entry of want: each a name and what it is,
+// as argPath, which the usage error for a missing one quotes. It returns
+// the positional arguments and what follows them (after a "--", if any).
+// flag.ErrHelp is returned as is. Without -servers, the servers are
+// $ZK_SERVERS.
+func (c *common) parse(args []string, want ...string) (pos, rest []string, err error) {
+	return c.parseSome(args, len(want), want...)
+}
+
+// parseSome is parse for a command line whose first required positional
+// arguments must be there and whose others may be missing.
+func (c *common) parseSome(args []string, required int, want ...string) (pos, rest []string, err error) {
+	n := len(want)
 	rest = args
 	for {
 		if err := c.fs.Parse(rest); err != nil {
@@ -85,8 +104,11 @@ func (c *common) parse(args []string, n int) (pos, rest []string, err error) {
 			break
 		}
 	}
-	if len(pos) < n {
-		return nil, nil, fmt.Errorf("%w: want %d argument(s), have %d", errUsage, n, len(pos))
+	if len(pos) < required {
+		return nil, nil, fmt.Errorf("%w: missing %s", errUsage, strings.Join(want[len(pos):required], " and "))
+	}
+	if !c.isSet("servers") {
+		c.servers = os.Getenv("ZK_SERVERS")
 	}
 	return pos, rest, nil
 }
@@ -98,10 +120,11 @@ func (c *common) isSet(name string) bool {
 	return set
 }
 
-// pathAndClient parses a command line of one lock path and no command,
-// checks the path, and connects.
-func (c *common) pathAndClient(args []string) (string, *zklock.Client, error) {
-	pos, rest, err := c.parse(args, 1)
+// pathAndClient parses a command line of one path, named and described
+// by what (as argPath), and no command, checks the path and, with c.check,
+// the command's flags, and connects.
+func (c *common) pathAndClient(args []string, what string) (string, *zklock.Client, error) {
+	pos, rest, err := c.parse(args, what)
 	if err != nil {
 		return "", nil, err
 	}
@@ -110,6 +133,11 @@ func (c *common) pathAndClient(args []string) (string, *zklock.Client, error) {
 	}
 	if err := checkPath(pos[0]); err != nil {
 		return "", nil, err
+	}
+	if c.check != nil {
+		if err := c.check(); err != nil {
+			return "", nil, err
+		}
 	}
 	client, err := c.connect()
 	return pos[0], client, err

@@ -27,7 +27,7 @@ func TestParsePositionalAndFlags(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCommon("test", "")
-			pos, rest, err := c.parse(tc.args, 1)
+			pos, rest, err := c.parse(tc.args, argPath)
 			if tc.wantErr {
 				assert.ErrorIs(t, err, errUsage)
 				return

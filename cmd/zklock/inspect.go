@@ -22,27 +22,39 @@ import (
 type inspectFlags struct {
 	*common
 	json, watch bool
+	selector    bool // read a mutex layout as a Selector's
 }
 
 const inspectUsage = `Usage: zklock inspect [flags] PATH
 
 Shows the queue of the lock at PATH, in order: each participant's role
 (holder or waiter), session id, owner (the node's data: by default the
-host's address), age, fencing token and node name, and which recipe the
-layout belongs to (mutex, rwlock, semaphore, latch). Works on zklock's and
-Apache Curator's locks alike. For a leader latch (zklock's Election,
-Curator's LeaderLatch) the holder is the leader, each owner is a
-participant id, and the leader's id is shown first.
+host's address; "(revoked)" once 'zklock revoke' has replaced it), age,
+fencing token and node name, and which recipe the layout belongs to
+(mutex, rwlock, semaphore, latch). Works on zklock's and Apache Curator's
+locks alike. For a leader latch (zklock's Election, Curator's LeaderLatch)
+the holder is the leader, each owner is a participant id, and the
+leader's id is shown first.
 
-  -json    print JSON (field names in 'go doc github.com/zklock/zklock/cmd/zklock')
-  -watch   print again on every change of the queue, until SIGINT or SIGTERM
-           (with -json, one JSON object per line)
+A Selector (zklock's Selector, Curator's LeaderSelector) is a mutex on
+the election's path: its layout is a mutex's, and inspect cannot tell the
+two apart. With -selector, inspect reads a mutex layout as a Selector's:
+the recipe shows as "selector" and the holder's owner, the participant
+id, as the leader. -selector refuses a rwlock's or a semaphore's layout.
+'zklock leader PATH' prints the leader alone.
+
+  -json       print JSON (field names in 'go doc github.com/zklock/zklock/cmd/zklock')
+  -watch      print again on every change of the queue, until SIGINT or
+              SIGTERM (with -json, one JSON object per line)
+  -selector   read a mutex layout as a Selector's (Curator's LeaderSelector),
+              whose holder leads
 `
 
 func newInspectFlags() *inspectFlags {
 	f := &inspectFlags{common: newCommon("inspect", inspectUsage)}
 	f.fs.BoolVar(&f.json, "json", false, "print JSON")
 	f.fs.BoolVar(&f.watch, "watch", false, "print again on every change, until interrupted")
+	f.fs.BoolVar(&f.selector, "selector", false, "read a mutex layout as a Selector's, whose holder leads")
 	return f
 }
 
@@ -53,12 +65,12 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 }
 
 func (f *inspectFlags) inspect(args []string, stdout io.Writer) error {
-	p, client, err := f.pathAndClient(args)
+	p, client, err := f.pathAndClient(args, argPath)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	in := &inspector{c: client, common: f.common, path: p}
+	in := &inspector{c: client, common: f.common, path: p, selector: f.selector}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if !f.watch {
@@ -142,6 +154,11 @@ func (in *inspector) read(ctx context.Context, watch bool) (v *queueView, change
 	if err != nil {
 		return nil, nil, fmt.Errorf("inspect %s: %w", in.path, err)
 	}
+	if in.selector {
+		if err := asSelector(v); err != nil {
+			return nil, nil, err
+		}
+	}
 	return v, anyOf(ctx, chans), nil
 }
 
@@ -214,17 +231,26 @@ func printTable(w io.Writer, v *queueView) error {
 	}
 	fmt.Fprintf(w, "%s: %s, %s, %s\n", v.Path, v.Recipe, plural(v.Holders, "holder"), plural(v.Waiters, "waiter"))
 	if v.Leader != nil {
-		fmt.Fprintf(w, "leader: %q\n", *v.Leader)
+		fmt.Fprintf(w, "leader: %s\n", leaderText(*v.Leader))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POS\tKIND\tROLE\tSESSION\tOWNER\tAGE\tTOKEN\tNODE")
 	for _, n := range v.Nodes {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", n.Position, n.Kind, n.Role, n.Session,
-			clip(n.Owner, 32), age(time.Duration(n.AgeMS)*time.Millisecond), n.Token, relName(v.Path, n))
+			clip(shownOwner(n.Owner), 32), age(time.Duration(n.AgeMS)*time.Millisecond), n.Token, relName(v.Path, n))
 	}
 	err := tw.Flush()
 	printOthers(w, v)
 	return err
+}
+
+// leaderText is a leader's id for people: quoted (an empty id shows), or
+// "(revoked)".
+func leaderText(id string) string {
+	if shown := shownOwner(id); shown != id {
+		return shown
+	}
+	return fmt.Sprintf("%q", id)
 }
 
 // printOthers lists the children of the lock path that are not lock

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklock/zklock"
@@ -19,36 +20,55 @@ const listUsage = `Usage: zklock list [flags] PREFIX
 
 Lists the locks under PREFIX (PREFIX itself included), walking its whole
 subtree: one line per lock that has participants, with its path, recipe
-(mutex, rwlock, semaphore: the layouts 'zklock inspect' knows), number of
-holders and of waiters, and the holders' owners. A free lock whose empty
-node remains is not listed. A lock that cannot be read (an ACL refuses
-this session) is listed with the error, and list exits 1 after the listing.
+(mutex, rwlock, semaphore or latch: the layouts 'zklock inspect' knows; a
+Selector's is a mutex's), number of holders and of waiters, how long its
+holder has held (the oldest holder's, from its node's creation time), and
+the holders' owners. A free lock whose empty node remains is not listed.
+A lock that cannot be read (an ACL refuses this session) is listed with
+the error, whatever the filters, and list exits 1 after the listing.
 
-  -json    print one JSON array of {"path", "recipe", "holders", "waiters",
-           "owners", "error"}
+  -waiting         list only the locks that have waiters
+  -older-than D    list only the locks whose holder has held longer than D
+                   (such as 10m): a stuck holder
+  -json            print one JSON array of {"path", "recipe", "holders",
+                   "waiters", "age_ms", "held_since", "owners", "error"}
 `
 
 // listFlags are list's command line.
 type listFlags struct {
 	*common
-	json bool
+	json      bool
+	waiting   bool
+	olderThan time.Duration
 }
 
 func newListFlags() *listFlags {
 	f := &listFlags{common: newCommon("list", listUsage)}
 	f.fs.BoolVar(&f.json, "json", false, "print JSON")
+	f.fs.BoolVar(&f.waiting, "waiting", false, "list only the locks that have waiters")
+	f.fs.DurationVar(&f.olderThan, "older-than", 0, "list only the locks whose holder has held longer than `D`")
+	f.check = func() error {
+		if f.olderThan < 0 {
+			return fmt.Errorf("%w: -older-than %v: want a duration of 0 or more", errUsage, f.olderThan)
+		}
+		return nil
+	}
 	return f
 }
 
 // lockSummary is one line of list; its JSON form is documented in the
 // usage text.
 type lockSummary struct {
-	Path    string   `json:"path"`
-	Recipe  string   `json:"recipe"`
-	Holders int      `json:"holders"`
-	Waiters int      `json:"waiters"`
-	Owners  []string `json:"owners"`          // the holders' owners, in queue order
-	Error   string   `json:"error,omitempty"` // why the lock could not be read
+	Path    string `json:"path"`
+	Recipe  string `json:"recipe"`
+	Holders int    `json:"holders"`
+	Waiters int    `json:"waiters"`
+	// The oldest holder's age, in milliseconds (0 without a holder), and
+	// its node's creation time.
+	AgeMS     int64      `json:"age_ms"`
+	HeldSince *time.Time `json:"held_since,omitempty"`
+	Owners    []string   `json:"owners"`          // the holders' owners, in queue order
+	Error     string     `json:"error,omitempty"` // why the lock could not be read
 }
 
 // runList is the list command.
@@ -58,14 +78,14 @@ func runList(args []string, stdout, stderr io.Writer) int {
 }
 
 func (f *listFlags) list(args []string, stdout io.Writer) error {
-	root, client, err := f.pathAndClient(args)
+	root, client, err := f.pathAndClient(args, "PREFIX (the path whose locks to list, such as /)")
 	if err != nil {
 		return err
 	}
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	w := &walker{c: client, common: f.common, locks: []lockSummary{}}
+	w := &walker{c: client, common: f.common, keep: f.keep, locks: []lockSummary{}}
 	if err := w.walk(ctx, root, true); err != nil {
 		return err
 	}
@@ -82,8 +102,9 @@ func (f *listFlags) list(args []string, stdout io.Writer) error {
 type walker struct {
 	c      *zklock.Client
 	common *common
-	locks  []lockSummary // found so far, in depth-first order of sorted names
-	failed int           // locks that could not be read
+	keep   func(lockSummary) bool // whether a lock read is listed
+	locks  []lockSummary          // found so far, in depth-first order of sorted names
+	failed int                    // locks that could not be read
 }
 
 // walk adds the locks at and under p. top says p is the prefix given,
@@ -115,7 +136,8 @@ func (w *walker) walk(ctx context.Context, p string, top bool) error {
 }
 
 // add reads the lock at p, whose children are given, and records it if
-// it has participants. It returns the children to walk further: those
+// it has participants and passes the filters (w.keep), or if it cannot be
+// read. It returns the children to walk further: those
 // that are not the lock's own nodes.
 func (w *walker) add(ctx context.Context, p string, children []string) []string {
 	in := &inspector{c: w.c, common: w.common, path: p}
@@ -125,19 +147,52 @@ func (w *walker) add(ctx context.Context, p string, children []string) []string 
 		w.locks = append(w.locks, lockSummary{Path: p, Recipe: detect(children), Owners: []string{}, Error: err.Error()})
 		return nil
 	}
-	if len(v.Nodes) > 0 {
-		s := lockSummary{Path: p, Recipe: v.Recipe, Holders: v.Holders, Waiters: v.Waiters, Owners: []string{}}
-		for _, n := range v.Nodes {
-			if n.Role == roleHolder {
-				s.Owners = append(s.Owners, n.Owner)
-			}
-		}
+	if s := summary(v); len(v.Nodes) > 0 && w.keep(s) {
 		w.locks = append(w.locks, s)
 	}
 	if v.Recipe == recipeSemaphore {
 		return nil // its leases and locks nodes hold its own nodes only
 	}
 	return v.Others
+}
+
+// summary sums up the lock v.
+func summary(v *queueView) lockSummary {
+	s := lockSummary{Path: v.Path, Recipe: v.Recipe, Holders: v.Holders, Waiters: v.Waiters, Owners: []string{}}
+	for _, n := range v.Nodes {
+		if n.Role != roleHolder {
+			continue
+		}
+		s.Owners = append(s.Owners, n.Owner)
+		if s.HeldSince == nil || n.Created.Before(*s.HeldSince) {
+			s.HeldSince, s.AgeMS = &n.Created, n.AgeMS
+		}
+	}
+	return s
+}
+
+// keep reports whether the lock s passes the filters.
+func (f *listFlags) keep(s lockSummary) bool {
+	switch {
+	case f.waiting && s.Waiters == 0:
+		return false
+	case f.isSet("older-than") && (s.HeldSince == nil || s.AgeMS <= f.olderThan.Milliseconds()):
+		return false
+	}
+	return true
+}
+
+// filters describes the filters given, for the line that says no lock
+// passed them: "with waiters, held longer than 10m0s".
+func (f *listFlags) filters() string {
+	var fs []string
+	if f.waiting {
+		fs = append(fs, "with waiters")
+	}
+	if f.isSet("older-than") {
+		fs = append(fs, "held longer than "+f.olderThan.String())
+	}
+	return strings.Join(fs, ", ")
 }
 
 // print writes the locks found as a table, or as JSON.
@@ -147,18 +202,34 @@ func (f *listFlags) print(w io.Writer, prefix string, locks []lockSummary) error
 		enc.SetIndent("", "  ")
 		return enc.Encode(locks)
 	}
+	if len(locks) == 0 && f.filters() != "" {
+		fmt.Fprintf(w, "no locks under %s %s\n", prefix, f.filters())
+		return nil
+	}
 	if len(locks) == 0 {
 		fmt.Fprintf(w, "no locks with participants under %s\n", prefix)
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PATH\tRECIPE\tHOLDERS\tWAITERS\tOWNERS")
+	fmt.Fprintln(tw, "PATH\tRECIPE\tHOLDERS\tWAITERS\tAGE\tOWNERS")
 	for _, l := range locks {
-		owners := clip(strings.Join(l.Owners, ","), 48)
-		if l.Error != "" {
-			owners = "error: " + l.Error
+		held := "-"
+		if l.HeldSince != nil {
+			held = age(time.Duration(l.AgeMS) * time.Millisecond)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", l.Path, l.Recipe, l.Holders, l.Waiters, owners)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", l.Path, l.Recipe, l.Holders, l.Waiters, held, ownersText(l))
 	}
 	return tw.Flush()
+}
+
+// ownersText is the OWNERS column: the holders' owners, or the error.
+func ownersText(l lockSummary) string {
+	if l.Error != "" {
+		return "error: " + l.Error
+	}
+	shown := make([]string, len(l.Owners))
+	for i, o := range l.Owners {
+		shown[i] = shownOwner(o)
+	}
+	return clip(strings.Join(shown, ","), 48)
 }

@@ -8,6 +8,8 @@
 //	zklock list    [flags] PREFIX        list the locks under PREFIX
 //	zklock revoke  [flags] PATH NODE     ask the holder of NODE to release
 //	zklock break   [flags] PATH NODE     delete NODE, ending its hold
+//	zklock break -holder [flags] PATH    delete the holder's node
+//	zklock leader  [flags] PATH          print who leads the election at PATH
 //	zklock exec    [flags] PATH -- CMD [ARGS...]
 //	                                     run CMD while holding the lock
 //	zklock exec -latch ID [flags] PATH -- CMD [ARGS...]
@@ -28,13 +30,18 @@
 // ..lock-<seq>; also a Selector, Curator's LeaderSelector), "latch" (nodes
 // ..latch-<seq>: an Election, Curator's LeaderLatch, whose holder is the
 // leader and whose owners are participant ids; the leader's id is shown
-// on a line of its own, and in the JSON as "leader"), "rwlock" (__READ__
-// and __WRIT__ nodes), "semaphore"
-// (PATH/leases and PATH/locks), "none" (no participant: the lock is free)
-// or "unknown". If there is no node at PATH, inspect says so and exits 4,
-// with a hint when the likely reason is a namespace: a Client made with
-// zklock.WithNamespace keeps its locks under /ns, which -namespace names. Holders are decided with the
-// library's own predicates: the first node of a mutex; the first writer,
+// on a line of its own (leader: "node-1"), and in the JSON as "leader"),
+// "rwlock" (__READ__ and __WRIT__ nodes), "semaphore" (PATH/leases and
+// PATH/locks), "none" (no participant: the lock is free) or "unknown". A
+// Selector's layout is a mutex's, which inspect cannot tell apart: with
+// -selector, inspect reads a mutex layout as a Selector's, names the
+// recipe "selector", and shows its holder's owner (the participant id) as
+// the leader, as for a latch; -selector refuses a rwlock's, a semaphore's
+// or an unknown layout (exit 1). If there is no node at PATH, inspect says
+// so and exits 4, with a hint when the likely reason is a namespace: a
+// Client made with zklock.WithNamespace keeps its locks under /ns, which
+// -namespace names. Holders are decided with the library's own
+// predicates: the first node of a mutex or a latch; the first writer,
 // or the readers ahead of the first writer, of a read/write lock. A
 // semaphore does not store its number of leases, so every lease node is
 // shown as a holder, except a lease still being granted: one created by
@@ -43,13 +50,15 @@
 // waiters of a semaphore is the count of its acquirers (PATH/locks): a
 // lease node still being granted belongs to the first of them. Children of
 // PATH that are not lock nodes (such as the container of another lock
-// below PATH) are not participants: they are listed apart ("others").//
+// below PATH) are not participants: they are listed apart ("others").
+//
 // With -json, inspect prints one JSON object (one per line with -watch):
 //
 //	{
 //	  "path": "/locks/job",       // as given, relative to -namespace
 //	  "recipe": "mutex",          // mutex | latch | rwlock | semaphore | none | unknown
-//	  "leader": "node-1",         // latch only: the leader's id; omitted with no leader
+//	                              // (selector with -selector, for a mutex layout)
+//	  "leader": "node-1",         // latch or selector only: the leader's id; omitted with no leader
 //	  "exists": true,             // whether PATH exists
 //	  "holders": 1, "waiters": 2,
 //	  "others": ["sub"],          // children that are not lock nodes; omitted if none
@@ -62,6 +71,8 @@
 //	    "path": "/locks/job/_c_...-lock-0000000000",
 //	    "session": "0x1000012345a0001", // ephemeralOwner, hex; "0x0" if persistent
 //	    "owner": "10.0.0.7",      // node data as text (hex if not printable)
+//	    "revoked": true,          // the data is a revocation request, "__REVOKE__"
+//	                              // (tables show the owner as "(revoked)"); omitted if not
 //	    "created": "2026-01-02T15:04:05.123Z",
 //	    "age_ms": 1520,
 //	    "token": 4294967312       // fencing token: the node's czxid, as Mutex.Token
@@ -70,6 +81,32 @@
 //
 // With -watch, inspect prints again on every change of the lock's children
 // (ZooKeeper watches), until SIGINT or SIGTERM, and then exits 0.
+//
+// # leader
+//
+// leader prints who leads the election at PATH: a leader latch (nodes
+// ..latch-<seq>: zklock's Election, Curator's LeaderLatch) or a Selector
+// (nodes ..lock-<seq>: zklock's Selector, Curator's LeaderSelector, a
+// mutex's layout). The leader is the first participant in queue order
+// whose node exists when read; its id is its node's data:
+//
+//	leader: "node-1" (latch, 3 participants)
+//	node: /locks/lead/_c_...-latch-0000000007 (session 0x1000012345a0001, age 1m3s, token 4294967312)
+//
+// (a revoked Selector node's id shows as "(revoked)"). leader exits 4 if
+// PATH does not exist, and 1 if no participant takes part ("no leader:
+// PATH has no participants") or if PATH holds another recipe ("PATH is a
+// rwlock, not an election"). With -json, it prints one JSON object, also
+// when there is no leader or no PATH:
+//
+//	{
+//	  "path": "/locks/lead",
+//	  "recipe": "latch",          // latch | selector | none
+//	  "exists": true,
+//	  "participants": 3,
+//	  "leader": "node-1",         // the leader's id; omitted with no leader
+//	  "node": {...}               // the leader's node, as in inspect's "nodes"; omitted with no leader
+//	}
 //
 // # revoke
 //
@@ -80,6 +117,14 @@
 // asked to release; revocation is cooperative, and whether a holder is
 // revocable cannot be seen in ZooKeeper: revoke says that it asked, and
 // with -wait D waits up to D for the node to go (exit 1 if it stays).
+// The revocation message replaces the node's data, its owner: revoke
+// prints the owner and session it replaced,
+//
+//	revocation requested: /locks/job/_c_...-lock-0000000003 (owner 10.0.0.7, session 0x1000012345a0001; its node data now reads __REVOKE__)
+//
+// or, for a node already revoked, "(session 0x...; already revoked: its
+// owner is no longer recorded)". inspect, list and break show a revoked
+// node's owner as "(revoked)".
 //
 // # break
 //
@@ -90,15 +135,34 @@
 // and the next in the queue gets the lock. It asks for confirmation (y/N)
 // on a terminal; with -force it does not ask, and without -force it
 // refuses if stdin is not a terminal (exit 2). It prints what it deleted:
-// the node, its session and its owner.
+// the node, its session and its owner. With -holder, NODE is not given:
+// break deletes the node of the lock's one holder, as inspect finds it (a
+// mutex's holder, a Selector's or a latch's leader, a read/write lock's
+// writer or its one reader); where several hold (a semaphore's leases, a
+// read/write lock's readers) it refuses (exit 2) and wants NODE; a lock
+// without a holder exits 4.
 //
 // # list
 //
 // list walks the tree under PREFIX and prints one line per lock found
-// (mutex, rwlock or semaphore, recognised as by inspect): its path,
-// recipe, holders and waiters (latches too); with -json, one JSON array of objects with
-// the fields "path", "recipe", "holders" and "waiters". A lock without
-// participants (a free lock's empty container) is not listed.
+// (mutex, rwlock, semaphore or latch, recognised as by inspect; a
+// Selector's layout is a mutex's): its path, recipe, holders, waiters, the
+// age of its oldest holder (from the holder node's creation time) and the
+// holders' owners. A lock without participants (a free lock's empty
+// container) is not listed. -waiting lists only the locks that have
+// waiters, and -older-than D only those whose oldest holder has held
+// longer than D; a lock that cannot be read is listed whatever the
+// filters. With -json, list prints one JSON array of objects:
+//
+//	{
+//	  "path": "/locks/job",
+//	  "recipe": "mutex",                  // mutex | latch | rwlock | semaphore
+//	  "holders": 1, "waiters": 2,
+//	  "age_ms": 1520,                     // the oldest holder's age; 0 without a holder
+//	  "held_since": "2026-01-02T15:04:05.123Z", // its node's creation; omitted without a holder
+//	  "owners": ["10.0.0.7"],             // the holders' owners (node data), in queue order
+//	  "error": "..."                      // why the lock could not be read; omitted otherwise
+//	}
 //
 // # exec
 //
@@ -136,10 +200,11 @@
 //
 //	0        success; for exec, CMD's own exit code is returned
 //	1        error (ZooKeeper, connection, release failed, break not
-//	         confirmed, revoke -wait saw no release)
+//	         confirmed, revoke -wait saw no release); leader: no leader
 //	2        usage error
 //	3        exec: the hold was lost while CMD ran, or revoked before CMD ran
-//	4        inspect, list, revoke, break: PATH (or NODE) does not exist
+//	4        inspect, list, revoke, break, leader: PATH (or NODE) does
+//	         not exist
 //	75       exec -try: the lock is busy
 //	124      exec -timeout: the lock was not acquired in time
 //	126, 127 exec: CMD could not be run, or was not found
@@ -171,11 +236,12 @@ const (
 const exitCodesText = `Exit codes:
   0        success; for exec, the command's own exit code is returned
   1        error (ZooKeeper, connection, release failed, break not
-           confirmed, revoke -wait saw no release)
+           confirmed, revoke -wait saw no release); leader: no leader
   2        usage error
   3        exec: the hold was lost while the command ran, or revoked
            before it ran
-  4        inspect, list, revoke, break: the path (or node) does not exist
+  4        inspect, list, revoke, break, leader: the path (or node) does
+           not exist
   75       exec -try: the lock is busy
   124      exec -timeout: the lock was not acquired in time
   126, 127 exec: the command could not be run, or was not found
@@ -191,6 +257,8 @@ Usage:
   zklock list    [flags] PREFIX            list the locks under PREFIX, with their holders
   zklock revoke  [flags] PATH NODE         ask the holder of NODE to release (cooperative)
   zklock break   [flags] PATH NODE         delete NODE, ending its hold (asks first)
+  zklock break -holder [flags] PATH        delete the holder's node (asks first)
+  zklock leader  [flags] PATH              print who leads the election at PATH
   zklock exec    [flags] PATH -- CMD [ARGS...]
                                            run CMD while holding the lock
   zklock dev [-servers N]                  run ZooKeeper for local development, until Ctrl-C
@@ -221,6 +289,7 @@ func commands() map[string]command {
 		"exec":    {runExec, func(w io.Writer) { newExecFlags().printUsage(w) }},
 		"list":    {runList, func(w io.Writer) { newListFlags().printUsage(w) }},
 		"break":   {runBreak, func(w io.Writer) { newBreakFlags().printUsage(w) }},
+		"leader":  {runLeader, func(w io.Writer) { newLeaderFlags().printUsage(w) }},
 		"version": {runVersion, func(w io.Writer) { fmt.Fprint(w, versionUsage) }},
 		"dev":     {runDev, func(w io.Writer) { fmt.Fprint(w, devUsage) }},
 	}

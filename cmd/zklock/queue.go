@@ -21,6 +21,7 @@ import (
 const (
 	recipeMutex     = "mutex"
 	recipeLatch     = "latch"
+	recipeSelector  = "selector" // a mutex layout read as a Selector's, on request
 	recipeRWLock    = "rwlock"
 	recipeSemaphore = "semaphore"
 	recipeNone      = "none"
@@ -57,6 +58,7 @@ type nodeView struct {
 	Path     string    `json:"path"`
 	Session  string    `json:"session"`
 	Owner    string    `json:"owner"`
+	Revoked  bool      `json:"revoked,omitempty"` // the node's data is a revocation request
 	Created  time.Time `json:"created"`
 	AgeMS    int64     `json:"age_ms"`
 	Token    int64     `json:"token"`
@@ -66,9 +68,10 @@ type nodeView struct {
 
 // inspector reads the queue of one lock.
 type inspector struct {
-	c      *zklock.Client
-	common *common
-	path   string // as given, relative to the namespace
+	c        *zklock.Client
+	common   *common
+	path     string // as given, relative to the namespace
+	selector bool   // read reads a mutex layout as a Selector's: see asSelector
 }
 
 // detect names the recipe whose layout children belong to.
@@ -91,26 +94,29 @@ func detect(children []string) string {
 	return recipeUnknown
 }
 
-// view reads the lock's queue once. The children are listed first, so
-// that a watch set by the caller on them misses no later change.
+// view reads the lock's queue once, from children, the lock path's
+// children as listed by the caller (so that a watch set on them misses no
+// later change): a node read each, and for a semaphore a listing of its
+// leases and of its acquirers.
 func (in *inspector) view(ctx context.Context, children []string, exists bool) (*queueView, error) {
 	v := &queueView{Path: in.path, Recipe: recipeNone, Exists: exists, Nodes: []nodeView{}}
 	if !exists {
 		return v, nil
 	}
 	v.Recipe = detect(children)
+	children = slices.Sorted(slices.Values(children))
 	var err error
 	switch v.Recipe {
 	case recipeMutex:
-		err = in.mutex(ctx, v)
+		err = in.firstHolds(v, children, "lock-", "lock")
 	case recipeLatch:
-		err = in.latch(ctx, v)
+		err = in.firstHolds(v, children, "latch-", "latch")
+		setLeader(v)
 	case recipeRWLock:
-		err = in.rwlock(ctx, v)
+		err = in.rwlock(v, children)
 	case recipeSemaphore:
 		err = in.semaphore(ctx, v)
 	case recipeUnknown:
-		slices.Sort(children)
 		err = in.unknown(ctx, v, children)
 	}
 	if err != nil {
@@ -136,8 +142,9 @@ func (v *queueView) count() {
 
 // lockNodes splits names into the lock nodes of a recipe, whose names
 // contain one of marks and end with a sequence number, and the others
-// (such as the container of another lock below this one).
-func lockNodes(names []string, marks ...string) (nodes, others []string) {
+// (such as the container of another lock below this one). The lock nodes
+// are in queue order: by order.SortKey, with marks[0] as the lock name.
+func lockNodes(names []string, order zklock.Driver, marks ...string) (nodes, others []string) {
 	for _, name := range names {
 		isLock := len(name) > seqLen && strings.Trim(name[len(name)-seqLen:], "0123456789") == "" &&
 			slices.ContainsFunc(marks, func(m string) bool { return strings.Contains(name, m) })
@@ -147,59 +154,60 @@ func lockNodes(names []string, marks ...string) (nodes, others []string) {
 			others = append(others, name)
 		}
 	}
+	// The library compares sort keys as Java's String.compareTo does;
+	// lock nodes' keys are sequence numbers, ASCII, which byte order sorts
+	// alike.
+	slices.SortStableFunc(nodes, func(a, b string) int {
+		return strings.Compare(order.SortKey(a, marks[0]), order.SortKey(b, marks[0]))
+	})
 	return nodes, others
 }
 
 // seqLen is the length of a sequential node's sequence number.
 const seqLen = 10
 
-// mutex fills v with a Mutex's queue: its first node holds.
-func (in *inspector) mutex(ctx context.Context, v *queueView) error {
-	m, err := zklock.NewMutex(in.c, in.path)
-	if err != nil {
-		return err
-	}
-	all, err := participants(ctx, m)
-	if err != nil {
-		return err
-	}
-	names, others := lockNodes(all, "lock-")
+// firstHolds fills v with the queue of a recipe whose first node holds,
+// from the lock path's children: a Mutex's (and a Selector's, its layout;
+// nodes ..lock-<seq>), or a leader latch's (zklock's Election, Curator's
+// LeaderLatch; nodes ..latch-<seq>), whose holder is the leader and whose
+// owners are participant ids. The first node that still exists when read
+// holds, as the library decides once it sees the nodes ahead gone.
+func (in *inspector) firstHolds(v *queueView, children []string, mark, kind string) error {
+	names, others := lockNodes(children, zklock.StandardDriver{}, mark)
 	v.Others = append(v.Others, others...)
 	for _, name := range names {
-		res, _ := zklock.StandardDriver{}.GetsTheLock(names, name, 1)
-		if err := in.add(v, "lock", "lock", name, roleOf(res.Acquired)); err != nil {
+		if err := in.add(v, "lock", kind, name, roleOf(len(v.Nodes) == 0)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// latch fills v with a leader latch's queue (zklock's Election, Curator's
-// LeaderLatch): its first node leads, and is shown as the holder; each
-// node's owner is its participant id.
-func (in *inspector) latch(ctx context.Context, v *queueView) error {
-	el, err := zklock.NewElection(in.c, in.path, "")
-	if err != nil {
-		return err
-	}
-	ps, err := el.Participants(ctx)
-	if err != nil {
-		return err
-	}
-	all := make([]string, len(ps))
-	for i, p := range ps {
-		all[i] = path.Base(p.Node)
-	}
-	names, others := lockNodes(all, "latch-")
-	v.Others = append(v.Others, others...)
-	for i, name := range names {
-		if err := in.add(v, "lock", "latch", name, roleOf(i == 0)); err != nil {
-			return err
-		}
-	}
+// setLeader sets v's leader: the id (owner) of its holder, if it has one.
+func setLeader(v *queueView) {
 	if len(v.Nodes) > 0 && v.Nodes[0].Role == roleHolder {
 		id := v.Nodes[0].Owner
 		v.Leader = &id
+	}
+}
+
+// asSelector reads v, a lock's queue, as an election's: a mutex layout is
+// a Selector's (Curator's LeaderSelector: a mutex on the election's path),
+// whose holder leads; a latch has its leader already; a free or missing
+// lock has none. Other recipes have no leader: an error.
+func asSelector(v *queueView) error {
+	switch v.Recipe {
+	case recipeMutex:
+		v.Recipe = recipeSelector
+		setLeader(v)
+	case recipeLatch, recipeNone:
+	default:
+		what := "a " + v.Recipe
+		if v.Recipe == recipeUnknown {
+			what = "of no layout zklock knows"
+		}
+		return fmt.Errorf("%s is %s, not an election: only a latch (Election, LeaderLatch) or a Selector (LeaderSelector, a mutex's layout) has a leader",
+			v.Path, what)
 	}
 	return nil
 }
@@ -215,18 +223,11 @@ func (rwOrder) SortKey(child, _ string) string {
 	return d.SortKey(d.SortKey(child, layout.ReadLockName), layout.WriteLockName)
 }
 
-// rwlock fills v with a ReadWriteLock's queue: the first node holds if it
-// is a writer, and readers hold while no writer is ahead of them.
-func (in *inspector) rwlock(ctx context.Context, v *queueView) error {
-	m, err := zklock.NewMutex(in.c, in.path, zklock.WithDriver(rwOrder{}))
-	if err != nil {
-		return err
-	}
-	all, err := participants(ctx, m)
-	if err != nil {
-		return err
-	}
-	names, others := lockNodes(all, layout.ReadLockName, layout.WriteLockName)
+// rwlock fills v with a ReadWriteLock's queue, from the lock path's
+// children: the first node holds if it is a writer, and readers hold while
+// no writer is ahead of them.
+func (in *inspector) rwlock(v *queueView, children []string) error {
+	names, others := lockNodes(children, rwOrder{}, layout.ReadLockName, layout.WriteLockName)
 	v.Others = append(v.Others, others...)
 	for _, name := range names {
 		kind, held := "read", false
@@ -367,13 +368,30 @@ func (in *inspector) add(v *queueView, queue, kind, name, role string) error {
 			pos++
 		}
 	}
+	owner := ownerText(data)
 	v.Nodes = append(v.Nodes, nodeView{
 		Position: pos, Queue: queue, Kind: kind, Role: role, Name: name, Path: p,
-		Session: fmt.Sprintf("0x%x", stat.EphemeralOwner), Owner: ownerText(data),
+		Session: fmt.Sprintf("0x%x", stat.EphemeralOwner), Owner: owner, Revoked: isRevoked(owner),
 		Created: created, AgeMS: time.Since(created).Milliseconds(), Token: stat.Czxid,
 		session: stat.EphemeralOwner,
 	})
 	return nil
+}
+
+// isRevoked reports whether owner, a node's data as ownerText gives it,
+// is a revocation request ('zklock revoke', Curator's Revoker), which
+// replaced the owner's own data.
+func isRevoked(owner string) bool {
+	return owner == layout.RevokeMessage
+}
+
+// shownOwner is an owner, as ownerText gives it, for people: "(revoked)"
+// for a revocation request, which is all the node's data now says.
+func shownOwner(owner string) string {
+	if isRevoked(owner) {
+		return "(revoked)"
+	}
+	return owner
 }
 
 // ownerText shows node data as text, or as hex if it is not printable.

@@ -11,15 +11,19 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/layout"
 )
 
-// opTimeout bounds revoke's work, and inspect's single read.
+// opTimeout bounds the work of revoke, list, leader and break -holder.
 const opTimeout = 30 * time.Second
 
 const revokeUsage = `Usage: zklock revoke [flags] PATH NODE
 
 Asks the holder of NODE, a node of the lock at PATH, to release it, as
-Apache Curator's Revoker does: it writes "__REVOKE__" into the node.
+Apache Curator's Revoker does: it writes "__REVOKE__" into the node, in
+place of the node's data, its owner. revoke prints the owner and session
+it replaced ('zklock inspect' shows the owner of a revoked node as
+"(revoked)").
 Revocation is cooperative: holders that made their lock revocable (zklock's
 Mutex.MakeRevocable, Curator's makeRevocable) are told, and decide.
 NODE is a node name as 'zklock inspect' shows it, a unique suffix of one
@@ -51,7 +55,7 @@ func runRevoke(args []string, stdout, stderr io.Writer) int {
 }
 
 func (f *revokeFlags) revoke(args []string, stdout io.Writer) error {
-	lock, node, err := f.parseNode(args)
+	lock, node, err := f.parseNode(args, argNode, false)
 	if err != nil {
 		return err
 	}
@@ -66,15 +70,39 @@ func (f *revokeFlags) revoke(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	replaced, err := f.replaced(client, nodePath)
+	if err != nil {
+		return err
+	}
 	if err := zklock.Revoke(ctx, client, nodePath); err != nil {
 		return opError("revoke", nodePath, err)
 	}
+	fmt.Fprintf(stdout, "revocation requested: %s (%s)\n", nodePath, replaced)
 	if f.wait <= 0 {
-		fmt.Fprintf(stdout, "revocation requested: %s (the holder releases only if it is revocable; -wait tells)\n", nodePath)
+		fmt.Fprintln(stdout, "the holder releases only if it is revocable (-wait D tells)")
 		return nil
 	}
-	fmt.Fprintf(stdout, "revocation requested: %s\n", nodePath)
 	return f.awaitRelease(client, nodePath, stdout)
+}
+
+// replaced reads the node at p before revoke overwrites its data, and
+// says whose data that is: its owner and session. The revocation request
+// replaces the owner, so that neither inspect nor anyone else can read it
+// afterwards; a request made by another meanwhile replaces the same data.
+func (f *revokeFlags) replaced(c *zklock.Client, p string) (string, error) {
+	data, stat, err := c.Conn().Get(f.full(p))
+	if errors.Is(err, zk.ErrNoNode) {
+		return "", noNode("node %s is gone (released meanwhile?)", p)
+	}
+	if err != nil {
+		return "", opError("read", p, err)
+	}
+	owner := ownerText(data)
+	if isRevoked(owner) {
+		return fmt.Sprintf("session 0x%x; already revoked: its owner is no longer recorded", stat.EphemeralOwner), nil
+	}
+	return fmt.Sprintf("owner %s, session 0x%x; its node data now reads %s",
+		owner, stat.EphemeralOwner, layout.RevokeMessage), nil
 }
 
 // awaitRelease waits up to -wait for the node at p to be deleted.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path"
 	"sync"
@@ -110,4 +111,50 @@ func TestRevokeSemaphoreLeaseRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(data), "__REVOKE__")
 	require.NoError(t, lease.Release())
+}
+
+// revoke says whose data it overwrites: the owner and session it replaced.
+// inspect, list and break then show the owner as "(revoked)", and inspect's
+// JSON marks the node revoked. A second request says the owner is gone.
+func TestRevokeReplacesOwner(t *testing.T) {
+	e := setup(t)
+	c := e.client(zklock.WithNodeData([]byte("10.0.0.7")))
+	m, err := zklock.NewMutex(c, e.path) // not revocable: it keeps its node
+	require.NoError(t, err)
+	h, err := m.Acquire(ctx(t))
+	require.NoError(t, err)
+	node := m.LockPath(h)
+	r := e.run("revoke", e.path, path.Base(node))
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "revocation requested: "+node+" (owner 10.0.0.7, session "+session(c)+
+		"; its node data now reads __REVOKE__)\nthe holder releases only if it is revocable (-wait D tells)\n", r.stdout)
+
+	r = e.run("inspect", e.path)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `0\s+lock\s+holder\s+`+session(c)+`\s+\(revoked\)\s`, r.stdout)
+	assert.NotContains(t, r.stdout, "__REVOKE__")
+	r = e.run("inspect", "-json", e.path)
+	require.Equal(t, 0, r.code, r.stderr)
+	var v struct {
+		Nodes []struct {
+			Owner   string `json:"owner"`
+			Revoked bool   `json:"revoked"`
+		} `json:"nodes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), r.stdout)
+	require.Len(t, v.Nodes, 1)
+	assert.True(t, v.Nodes[0].Revoked)
+	assert.Equal(t, "__REVOKE__", v.Nodes[0].Owner, "the JSON keeps the node's data")
+	r = e.run("list", e.root)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `mutex\s+1\s+0\s+\S+\s+\(revoked\)\n`, r.stdout)
+
+	r = e.run("revoke", "-wait", "1ms", e.path, path.Base(node))
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "revocation requested: "+node+" (session "+session(c)+"; already revoked: its owner is no longer recorded)\n")
+	assert.NotContains(t, r.stdout, "releases only if")
+	r = e.run("break", "-force", e.path, path.Base(node))
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "deleted "+node+" (session "+session(c)+", owner (revoked), age ")
+	lostHold(t, h)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -234,8 +235,16 @@ func deleteTree(conn *zk.Conn, p string) {
 }
 
 // startProgress draws a progress bar on out until the returned function
-// is called, which draws it one last time.
+// is called, which draws it one last time. If out is not a terminal (a CI
+// log, a file), a bar redrawn with carriage returns would make one long
+// line: there, startProgress draws nothing, and the returned function
+// prints the final count alone, on a line of its own.
 func startProgress(out io.Writer, name string, total int, done, sold *atomic.Int64) func() {
+	if !isTerminal(out) {
+		return func() {
+			fmt.Fprintf(out, "  %-10s %4d/%d buyers, %4d sold\n", name, done.Load(), total, sold.Load())
+		}
+	}
 	draw := func(end string) {
 		d := int(done.Load())
 		const width = 30
@@ -262,6 +271,18 @@ func startProgress(out io.Writer, name string, total int, done, sold *atomic.Int
 		<-stopped
 		draw("\n")
 	}
+}
+
+// isTerminal reports whether out is a terminal, as far as the standard
+// library can tell: a character device. /dev/null is one too, where
+// drawing costs nothing.
+func isTerminal(out io.Writer) bool {
+	f, ok := out.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // printSummary prints one line per phase.

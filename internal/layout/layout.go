@@ -12,6 +12,10 @@ const (
 	WriteLockName = "__WRIT__"
 )
 
+// RevokeMessage is the data Curator's Revoker writes into a lock node to
+// ask its holder to release, replacing the holder's own data.
+const RevokeMessage = "__REVOKE__"
+
 // ReaderGetsTheLock is Curator's read-lock predicate. children are a read/write
 // lock's children sorted by sequence, readers and writers alike, and node
 // is (a prefix of) a reader's name. The reader holds the lock while no
