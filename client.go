@@ -43,6 +43,7 @@ type Client struct {
 	watches  watchSet
 	deletes  recentDeletes // checked again after a reconnect
 	lives    liveTable     // holds that stand, per lock
+	solos    soloTable     // what the Client knows of each lock it takes alone (see solo)
 	holding  atomic.Int64  // holds that stand, in all
 	obs      *observer     // nil without WithObserver
 

@@ -95,10 +95,11 @@ func newMutex(c *Client, path, lockName string, maxLeases int, o lockOptions) (*
 	m := &Mutex{
 		c:    c,
 		path: path,
-		li:   lockInternals{c: c, basePath: c.fullPath(path), lockName: lockName, driver: o.driver, maxLeases: maxLeases, solo: &solo{}},
+		li:   lockInternals{c: c, basePath: c.fullPath(path), lockName: lockName, driver: o.driver, maxLeases: maxLeases},
 		data: data,
 		kind: RecipeMutex,
 	}
+	m.li.solo = c.solos.of(m.li.id())
 	m.live = lockCount{&c.lives, m.li.id()}
 	return m, nil
 }

@@ -7,11 +7,11 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// solo lets a lock that one Mutex keeps taking alone skip the listing: such
+// solo lets a lock that one Client keeps taking alone skip the listing: such
 // an acquire sends its create and nothing else, so that an acquire and
 // release cost the floor's two requests (and the hold's watch on its own
 // node, as any hold, if it lives long enough to set it). It keeps what the
-// Mutex knows of its last node, and grants a new node from its create's
+// Client knows of its last node of the lock (see soloTable), and grants a new node from its create's
 // reply alone when that proves the node is the only one under the lock's
 // parent:
 //
@@ -37,10 +37,11 @@ import (
 // one above the node before it, so that a lock taken in turn by several
 // processes, where the guess would fail and cost a second round trip,
 // keeps listing behind the create. The parent's watch is set once per
-// Mutex, with the listing of an acquire that follows an acquire alone,
-// and again after a new connection; go-zookeeper keeps each watch's
-// channel until the parent changes or the session ends (it cannot remove
-// one), also once the Mutex is dropped: one per Mutex and connection.
+// solo, with the listing of an acquire that follows an acquire alone, and
+// again after a new connection; go-zookeeper keeps each watch's channel
+// until the parent changes or the session ends (it cannot remove one):
+// one per lock and connection, and one more for a lock whose entry the
+// table forgot while a Mutex still used it.
 //
 // The numbering is ZooKeeper's implementation (3.8.0 here), not its
 // documented contract, so every listing that makes a node count as alone
@@ -58,6 +59,44 @@ type solo struct {
 	czxid  int64           // the watched parent's creation zxid
 	conn   uint64          // the connection the watch was set on (see Client.connEpoch)
 	arming bool            // a watch is being set
+}
+
+// soloTable is what a Client knows of the locks it takes alone: one solo
+// per lock, shared by every Mutex of the Client and lock, so that a Mutex
+// made per call skips the listing as one kept does. Sharing one is what
+// the goroutines sharing one Mutex have always done: the proof rests on
+// ZooKeeper's count of creates, whoever creates. The table holds at most
+// maxSolos; beyond, a lock's entry is forgotten (its Mutexes keep theirs),
+// and a Mutex made afterwards starts with a new one, which lists until it
+// has learnt again: two solos of one lock prove nothing wrong either, since
+// a node either one did not create moves the count past what each expects.
+type soloTable struct {
+	mu sync.Mutex
+	m  map[lockID]*solo // guarded by mu
+}
+
+// maxSolos bounds a Client's soloTable: a few hundred kilobytes.
+const maxSolos = 4096
+
+// of returns the lock's solo, making it if needed.
+func (t *soloTable) of(id lockID) *solo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.m[id]; s != nil {
+		return s
+	}
+	if t.m == nil {
+		t.m = make(map[lockID]*solo)
+	}
+	if len(t.m) >= maxSolos {
+		for k := range t.m { // forget one, any
+			delete(t.m, k)
+			break
+		}
+	}
+	s := &solo{}
+	t.m[id] = s
+	return s
 }
 
 // soloOK reports whether li may grant without a listing: a built-in

@@ -95,3 +95,16 @@ func TestSeqOf(t *testing.T) {
 		assert.False(t, ok, bad)
 	}
 }
+
+// A Client's soloTable gives every Mutex of a lock the same solo, and
+// holds at most maxSolos locks.
+func TestSoloTableBounded(t *testing.T) {
+	var tab soloTable
+	a := tab.of(lockID{path: "/a", lockName: "lock-"})
+	assert.Same(t, a, tab.of(lockID{path: "/a", lockName: "lock-"}))
+	assert.NotSame(t, a, tab.of(lockID{path: "/a", lockName: "__READ__"}), "each side of a read/write lock has its own")
+	for i := range maxSolos + 10 {
+		tab.of(lockID{path: fmt.Sprintf("/many/%d", i), lockName: "lock-"})
+	}
+	assert.Len(t, tab.m, maxSolos)
+}

@@ -309,3 +309,26 @@ func TestIntegration_SoloSessionExpires(t *testing.T) {
 	require.NoError(t, h.Release())
 	soloPairs(t, m, 3)
 }
+
+// A Mutex made per call, of one Client and lock, skips the listing as a
+// kept one does: the knowledge that proves an acquire alone is the
+// Client's, per lock. Another Client's Mutex on the lock learns on its own.
+func TestIntegration_SoloFreshMutexPerCall(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c, cc := e.countingClient()
+	soloReady(t, soloMutex(e, c, "/solo"))
+	_, before := cc.total()
+	const pairs = 20
+	for i := range pairs {
+		m := e.mutex(c, "/solo")
+		require.True(t, zklock.SoloReady(m), "pair %d: a fresh Mutex knows what the Client knows", i)
+		soloPairs(t, m, 1)
+	}
+	d := delta(cc, before)
+	delete(d, "getData") // the hold's own watch, as in TestIntegration_SoloReacquireSendsTwo
+	assert.Equal(t, map[string]int{"create": pairs, "delete": pairs}, d, "a create and a delete per pair, no listing")
+
+	other, _ := e.countingClient()
+	assert.False(t, zklock.SoloReady(e.mutex(other, "/solo")), "another Client has learnt nothing")
+}
