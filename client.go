@@ -277,6 +277,7 @@ func newClient(o options) *Client {
 	}
 	c.up, c.upCancel = context.WithCancelCause(context.Background())
 	c.setUpLocked()
+	registered(c, true)
 	return c
 }
 
@@ -327,6 +328,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closeOnce.Do(func() {
+		registered(c, false)
 		if n := c.holding.Load(); n > 0 {
 			// One record, not one per hold: each loss is logged at Debug.
 			c.log.Warn("zklock: closing with holds standing; they are lost", "holds", n)

@@ -129,9 +129,10 @@ func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p str
 		return newHandle(h, h.ctx, p, release(h)), nil
 	}
 	st := beginStory(c, RecipeElection, p)
-	node, snap, err := acquireOwned(ctx, c, li, id)
+	var first string // the leader, as the engine last saw it
+	node, snap, err := acquireOwned(ctx, c, li, id, &first)
 	if err != nil {
-		return nil, st.failed(opErr(ctx, "campaign", p, err))
+		return nil, st.failed(opErr(ctx, "campaign", p, c.nameHolder(ctx, err, p, first)))
 	}
 	h := newHold(c, ctx, holdSpec{key: key, name: name, path: p, node: node, live: live, story: st})
 	if !h.watch(snap, nil) {
@@ -146,11 +147,12 @@ func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p str
 // it grants: the engine decided from a listing, and a listing may show a
 // node that is already gone, or an earlier session's node that is dying
 // (CURATOR-696). A node that fails the check is deleted and the
-// participant queues again, under the retry policy.
-func acquireOwned(ctx context.Context, c *Client, li *lockInternals, id string) (*lockNode, snapshot, error) {
+// participant queues again, under the retry policy. first gets the
+// leader as the engine last saw it.
+func acquireOwned(ctx context.Context, c *Client, li *lockInternals, id string, first *string) (*lockNode, snapshot, error) {
 	r := newRetrier(c.opts.retry)
 	for {
-		node, snap, err := li.acquire(ctx, acquireReq{data: []byte(id)})
+		node, snap, err := li.acquire(ctx, acquireReq{data: []byte(id), first: first})
 		if err != nil {
 			return nil, snapshot{}, err
 		}

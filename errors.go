@@ -17,7 +17,8 @@ var (
 
 	// ErrLocked is returned by TryLock and TryAcquire when another
 	// participant holds the lock (or, for a Semaphore, when no lease is
-	// free). They leave no node behind in that case.
+	// free). They leave no node behind in that case. The error names the
+	// holder, through a *HolderError, when it could be read.
 	ErrLocked = errors.New("zklock: lock held by another participant")
 
 	// ErrLockLost is the cause of a hold context that was cancelled because

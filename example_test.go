@@ -599,3 +599,32 @@ func ExampleClient_Listen() {
 	// Connected
 	// Closed
 }
+
+// A busy lock's error says who holds it: here a hold of the same Client
+// whose Release was forgotten. errors.As reads the holder's node, data and
+// age; errors.Is still sees ErrLocked.
+func ExampleHolderError() {
+	client := connect(zklock.WithNodeData([]byte("billing-worker-3")))
+	defer client.Close()
+	m, err := zklock.NewMutex(client, "/examples/holder")
+	if err != nil {
+		log.Fatal(err)
+	}
+	forgotten, err := m.Lock(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer forgotten.Release()
+
+	_, err = m.TryLock(context.Background())
+	var he *zklock.HolderError
+	if errors.As(err, &he) {
+		fmt.Println("busy:", errors.Is(err, zklock.ErrLocked))
+		fmt.Println("holder:", string(he.Data))
+		fmt.Println("this Client's own hold:", he.ThisClient)
+	}
+	// Output:
+	// busy: true
+	// holder: billing-worker-3
+	// this Client's own hold: true
+}

@@ -96,6 +96,7 @@ type acquireReq struct {
 	try      bool              // decide once, never wait: ErrLocked instead
 	onRevoke func(node string) // runs when someone asks the holder of node to release; may be nil
 	at       *placement        // take this node at once instead of queueing; may be nil
+	first    *string           // if not nil, gets the full path of the first node of each listing decided on (the holder, for HolderError)
 }
 
 // placement is a node that a recipe's rules entitle a context to take at
@@ -119,7 +120,7 @@ func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (*lockNode
 	}
 	if req.try {
 		// Peek first: when the lock is visibly taken, fail without writing.
-		free, err := li.peek(ctx)
+		free, err := li.peek(ctx, req)
 		if err != nil {
 			return nil, snapshot{}, err
 		}
@@ -383,10 +384,13 @@ func (li *lockInternals) waitOrClean(ctx context.Context, n *lockNode, req acqui
 }
 
 // peek reports whether a node created now could get the lock at once.
-func (li *lockInternals) peek(ctx context.Context) (bool, error) {
+func (li *lockInternals) peek(ctx context.Context, req acquireReq) (bool, error) {
 	children, err := li.sortedChildren(ctx)
 	if err != nil {
 		return false, err
+	}
+	if req.first != nil {
+		*req.first = firstChild(li.basePath, children)
 	}
 	// A name that sorts after every existing node stands for ours: U+FFFF
 	// is the largest UTF-16 code unit.
@@ -445,6 +449,9 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 		}
 	}
 	children = sortUpTo(children, n.name, li.lockName, li.driver)
+	if req.first != nil {
+		*req.first = firstChild(li.basePath, children)
+	}
 	if n.position < 0 {
 		n.position = len(children) - 1
 	}

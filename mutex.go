@@ -163,7 +163,8 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 	if h := holdIn(ctx, m); h != nil && h.enter() {
 		return h.ctx, nil
 	}
-	req := acquireReq{data: m.data, try: try}
+	var first string // the holder, as the engine last saw it
+	req := acquireReq{data: m.data, try: try, first: &first}
 	if m.rules.admit != nil {
 		at, err := m.rules.admit(ctx)
 		if err != nil {
@@ -175,7 +176,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 	req.onRevoke = m.onRevoke(st)
 	node, snap, err := m.li.acquireTry(ctx, req)
 	if err != nil {
-		return nil, st.failed(opErr(ctx, "acquire", m.path, err))
+		return nil, st.failed(opErr(ctx, "acquire", m.path, m.c.nameHolder(ctx, err, m.path, first)))
 	}
 	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: "lock " + m.path, path: m.path, node: node, live: m.live, story: st})
 	if !h.watch(snap, req.onRevoke) {

@@ -176,7 +176,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 		leases, err := s.acquireOnceTry(ctx, n, try, st)
 		if !errors.Is(err, errNodeGone) {
 			if err != nil {
-				return nil, st.failed(opErr(ctx, "acquire", s.path, err))
+				return nil, st.failed(opErr(ctx, "acquire", s.path, s.nameHolder(ctx, err)))
 			}
 			holds := make([]*hold, len(leases))
 			for i, l := range leases {
@@ -189,6 +189,23 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 			return nil, st.failed(opErr(ctx, "acquire", s.path, err))
 		}
 	}
+}
+
+// nameHolder names the holder of the oldest lease in err, if err is a busy
+// Try's or a wait's that ctx ended (see Client.nameHolder): a listing of
+// the leases, and the read of the oldest, on the failure path only.
+func (s *Semaphore) nameHolder(ctx context.Context, err error) error {
+	if !busy(ctx, err) || s.c.usable() != nil {
+		return err
+	}
+	rctx, cancel := s.c.holderContext(ctx)
+	defer cancel()
+	leases := lockInternals{c: s.c, basePath: s.leases, lockName: leaseName, driver: StandardDriver{}}
+	children, lerr := leases.sortedChildren(rctx)
+	if lerr != nil {
+		return err
+	}
+	return s.c.nameHolder(ctx, err, s.path, firstChild(s.leases, children))
 }
 
 // acquireOnceTry is acquireOnce, and for a Try, under tryConnected (see

@@ -2,6 +2,7 @@ package interop_test
 
 import (
 	"context"
+	"errors"
 	"path"
 	"regexp"
 	"strings"
@@ -164,6 +165,14 @@ func TestIntegration_MutexCuratorHoldsZklockWaits(t *testing.T) {
 	_, err := m.TryAcquire(context.Background())
 	require.ErrorIs(t, err, zklock.ErrLocked)
 	require.Equal(t, []string{javaNode}, p.Participants("j"), "TryAcquire left a node behind")
+	// The error names the Curator holder: its node, and its data, which
+	// Curator sets to the host's address.
+	var he *zklock.HolderError
+	require.True(t, errors.As(err, &he), "%v", err)
+	require.Equal(t, javaNode, he.Node)
+	require.NotEmpty(t, he.Data, "Curator's default node data")
+	require.False(t, he.ThisClient || he.ThisProcess)
+	require.Contains(t, err.Error(), "held by "+string(he.Data))
 
 	a := startGoAcquire(m, holdTimeout)
 	queue := waitQueueLen(t, m, 2)

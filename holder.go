@@ -1,0 +1,160 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// HolderError is the error of an acquire that failed while someone held
+// the lock: a Try that found it busy (Err wraps ErrLocked), or a wait that
+// its context ended (Err is the context's error). It names the holder, so
+// that a timeout in a log says who was in the way; errors.As finds it in
+// the error the acquire returns, and errors.Is sees through it to Err.
+//
+// The holder is the first node of the lock's queue (for a Semaphore, its
+// oldest lease; for an Election, the leader), as the acquire last saw it,
+// read once more when the acquire failed: one request, on the failure path
+// only. An acquire whose holder could not be read then (gone meanwhile,
+// the connection down) returns its error without a HolderError.
+type HolderError struct {
+	Path    string        // the lock's path, relative to the Client's namespace
+	Node    string        // the holder's node, relative to the namespace
+	Data    []byte        // the node's data: the owner, as its Client's WithNodeData or WithLockData set it (a Curator peer's host address by default)
+	Held    time.Duration // how long the node has stood, by the server's clock of its creation
+	Session int64         // the session that owns the node
+	// ThisClient: the holder is a hold of the very Client that failed to
+	// acquire, most likely one whose Release was forgotten.
+	ThisClient bool
+	// ThisProcess: the holder belongs to another Client of this process.
+	ThisProcess bool
+	Err         error // ErrLocked, or the acquire's context's error
+}
+
+// Error says what failed and who holds the lock.
+func (e *HolderError) Error() string {
+	who := "held by " + e.owner()
+	switch {
+	case e.ThisClient:
+		who = "held by this Client (" + e.owner() + ")"
+	case e.ThisProcess:
+		who = "held by another Client of this process (" + e.owner() + ")"
+	}
+	msg := fmt.Sprintf("%s; %s for %v, node %s", e.Err, who, e.Held.Round(time.Millisecond), e.Node)
+	if e.ThisClient {
+		msg += ": a missing Release?"
+	}
+	return msg
+}
+
+// owner returns the node's data as text, quoted unless it is printable.
+func (e *HolderError) owner() string {
+	if len(e.Data) == 0 {
+		return "an owner with no node data"
+	}
+	s := string(e.Data)
+	if utf8.ValidString(s) && strconv.Quote(s) == `"`+s+`"` {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// Unwrap returns Err.
+func (e *HolderError) Unwrap() error { return e.Err }
+
+// holderRead bounds the read of a holder's node on the failure path.
+const holderRead = 2 * time.Second
+
+// nameHolder returns err as a *HolderError naming the holder of the lock
+// at p (relative to the namespace) from its node first (a full path) if
+// err is a busy Try's or a wait's that ctx ended, and the node can be
+// read now; else err.
+func (c *Client) nameHolder(ctx context.Context, err error, p, first string) error {
+	if !busy(ctx, err) || first == "" || c.usable() != nil {
+		return err
+	}
+	rctx, cancel := c.holderContext(ctx)
+	defer cancel()
+	var stat *zk.Stat
+	data, rerr := await(c, rctx, func() ([]byte, error) {
+		d, s, err := c.zc.Get(first)
+		stat = s
+		return d, err
+	}, nil)
+	if rerr != nil || stat == nil {
+		return err
+	}
+	e := &HolderError{Path: p, Node: c.relPath(first), Data: data, Session: stat.EphemeralOwner, Err: err,
+		Held: time.Since(time.UnixMilli(stat.Ctime))}
+	e.ThisClient, e.ThisProcess = sessionHere(c, stat.EphemeralOwner)
+	return e
+}
+
+// busy reports whether err, an acquire's with ctx, is a busy Try's, or a
+// wait's that ctx ended.
+func busy(ctx context.Context, err error) bool {
+	return errors.Is(err, ErrLocked) || ctx.Err() != nil && errors.Is(err, ctx.Err())
+}
+
+// holderContext bounds the reads that name a holder: ctx's values, not its
+// end (it may have ended already).
+func (c *Client) holderContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), min(holderRead, c.sessionTimeout()/3))
+}
+
+// firstChild returns the full path of the first of children, sorted, under
+// parent, or "".
+func firstChild(parent string, children []string) string {
+	if len(children) == 0 {
+		return ""
+	}
+	return path.Join(parent, children[0])
+}
+
+// clients are the Clients of this process that are not closed, to tell
+// whether a lock's holder is one of them.
+var clients = struct {
+	mu sync.Mutex
+	m  map[*Client]struct{}
+}{m: make(map[*Client]struct{})}
+
+// registered adds c to clients, or removes it (on Close).
+func registered(c *Client, live bool) {
+	clients.mu.Lock()
+	defer clients.mu.Unlock()
+	if live {
+		clients.m[c] = struct{}{}
+	} else {
+		delete(clients.m, c)
+	}
+}
+
+// sessionHere reports whether session is c's own, or another Client's of
+// this process.
+func sessionHere(c *Client, session int64) (client, process bool) {
+	if session == 0 {
+		return false, false
+	}
+	if c.snapshot().session == session {
+		return true, false
+	}
+	clients.mu.Lock()
+	others := make([]*Client, 0, len(clients.m))
+	for o := range clients.m {
+		others = append(others, o)
+	}
+	clients.mu.Unlock()
+	for _, o := range others {
+		if o != c && o.snapshot().session == session {
+			return false, true
+		}
+	}
+	return false, false
+}

@@ -1,0 +1,140 @@
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+)
+
+// holderAs returns the HolderError in err, failing t if there is none.
+func holderAs(t *testing.T, err error) *zklock.HolderError {
+	t.Helper()
+	var he *zklock.HolderError
+	require.True(t, errors.As(err, &he), "no HolderError in %v", err)
+	return he
+}
+
+// A foreign holder (a node another process made, here through a raw
+// connection, as a Curator peer would): a busy Try and a timed-out Lock
+// name it, with its data and age, and say it is not this process's.
+func TestIntegration_HolderNamedWhenBusy(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.create(e.root + "/job")
+	node, err := e.admin.Create(e.root+"/job/_c_6d9e5c4a-27f4-4f6e-9d53-4a8d3c1b2e10-lock-", []byte("10.0.0.7"),
+		zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	c := e.client()
+	m := e.mutex(c, "/job")
+
+	_, err = m.TryLock(context.Background())
+	require.ErrorIs(t, err, zklock.ErrLocked)
+	he := holderAs(t, err)
+	assert.Equal(t, node, he.Node)
+	assert.Equal(t, e.root+"/job", he.Path)
+	assert.Equal(t, "10.0.0.7", string(he.Data))
+	assert.Equal(t, e.admin.SessionID(), he.Session)
+	assert.False(t, he.ThisClient || he.ThisProcess, "a foreign holder")
+	assert.Contains(t, err.Error(), "held by 10.0.0.7 for ")
+	assert.Contains(t, err.Error(), node)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = m.Lock(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	he = holderAs(t, err)
+	assert.Equal(t, node, he.Node)
+	assert.GreaterOrEqual(t, he.Held, 250*time.Millisecond, "held at least as long as the wait, give or take the clocks")
+	assert.Contains(t, err.Error(), "context deadline exceeded; held by 10.0.0.7")
+	waitParticipants(t, m, 1) // the timed-out waiter left no node
+	require.NoError(t, e.admin.Delete(node, -1))
+}
+
+// A hold of the very Client, taken with another context and never
+// released, is named as such: "a missing Release?". Another Client of the
+// process is named too.
+func TestIntegration_HolderInThisProcess(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(zklock.WithNodeData([]byte("scheduler-1")))
+	m := e.mutex(c, "/job")
+	forgotten, err := m.Lock(context.Background())
+	require.NoError(t, err)
+
+	_, err = m.TryLock(context.Background())
+	he := holderAs(t, err)
+	assert.True(t, he.ThisClient)
+	assert.Equal(t, forgotten.Path(), he.Node)
+	assert.Contains(t, err.Error(), "held by this Client (scheduler-1) for ")
+	assert.Contains(t, err.Error(), "a missing Release?")
+
+	other := e.mutex(e.client(), "/job")
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = other.Lock(ctx)
+	he = holderAs(t, err)
+	assert.False(t, he.ThisClient)
+	assert.True(t, he.ThisProcess)
+	assert.Contains(t, err.Error(), "held by another Client of this process (scheduler-1)")
+	require.NoError(t, forgotten.Release())
+}
+
+// A Semaphore without a free lease names its oldest lease's holder; an
+// Election whose Campaign timed out names the leader.
+func TestIntegration_HolderOfLeaseAndLeadership(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(zklock.WithNodeData([]byte("pool-owner")))
+	s, err := zklock.NewSemaphoreMutex(c, e.root+"/pool")
+	require.NoError(t, err)
+	h, err := s.Lock(context.Background())
+	require.NoError(t, err)
+	s2, err := zklock.NewSemaphoreMutex(e.client(), e.root+"/pool")
+	require.NoError(t, err)
+	_, err = s2.TryLock(context.Background())
+	require.ErrorIs(t, err, zklock.ErrLocked)
+	he := holderAs(t, err)
+	assert.Equal(t, h.Path(), he.Node)
+	assert.Equal(t, "pool-owner", string(he.Data))
+	require.NoError(t, h.Release())
+
+	leader, err := zklock.NewElection(c, e.root+"/election", "node-a")
+	require.NoError(t, err)
+	lh, err := leader.Campaign(context.Background())
+	require.NoError(t, err)
+	follower, err := zklock.NewElection(e.client(), e.root+"/election", "node-b")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = follower.Campaign(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	he = holderAs(t, err)
+	assert.Equal(t, "node-a", string(he.Data))
+	assert.Equal(t, lh.Path(), he.Node)
+	require.NoError(t, lh.Release())
+}
+
+// An acquire that fails for another reason names no one.
+func TestIntegration_HolderNotNamedOtherwise(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	m := e.mutex(c, "/free")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := m.Lock(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	var he *zklock.HolderError
+	assert.False(t, errors.As(err, &he), "cancelled before it queued")
+	require.NoError(t, c.Close())
+	_, err = m.TryLock(context.Background())
+	require.ErrorIs(t, err, zklock.ErrClosed)
+	assert.False(t, errors.As(err, &he))
+}
