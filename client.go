@@ -47,6 +47,11 @@ type Client struct {
 	holding  atomic.Int64  // holds that stand, in all
 	obs      *observer     // nil without WithObserver
 
+	drain       context.Context         // cancelled when a Shutdown begins: acquires end (see acquiring)
+	drainCancel context.CancelCauseFunc // cancels drain
+	drainOnce   sync.Once
+	holdEnded   chan struct{} // signalled (not closed) when a hold ends, for Shutdown
+
 	closeOnce   sync.Once
 	closingOnce sync.Once // closes closing
 
@@ -277,6 +282,8 @@ func newClient(o options) *Client {
 	}
 	c.up, c.upCancel = context.WithCancelCause(context.Background())
 	c.setUpLocked()
+	c.drain, c.drainCancel = context.WithCancelCause(context.Background())
+	c.holdEnded = make(chan struct{}, 1)
 	registered(c, true)
 	return c
 }
@@ -329,6 +336,7 @@ func (c *Client) Close() error {
 	}
 	c.closeOnce.Do(func() {
 		registered(c, false)
+		c.drainCancel(ErrClosed)
 		if n := c.holding.Load(); n > 0 {
 			// One record, not one per hold: each loss is logged at Debug.
 			c.log.Warn("zklock: closing with holds standing; they are lost", "holds", n)

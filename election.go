@@ -128,11 +128,16 @@ func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p str
 	if h, _ := ctx.Value(key).(*hold); h != nil && h.enter() {
 		return newHandle(h, h.ctx, p, release(h)), nil
 	}
+	actx, stop, err := c.acquiring(ctx)
+	if err != nil {
+		return nil, opErr(ctx, "campaign", p, err)
+	}
+	defer stop()
 	st := beginStory(c, RecipeElection, p)
 	var first string // the leader, as the engine last saw it
-	node, snap, err := acquireOwned(ctx, c, li, id, &first)
+	node, snap, err := acquireOwned(actx, c, li, id, &first)
 	if err != nil {
-		return nil, st.failed(opErr(ctx, "campaign", p, c.nameHolder(ctx, err, p, first)))
+		return nil, st.failed(opErr(ctx, "campaign", p, c.nameHolder(ctx, shutdownErr(ctx, actx, err), p, first)))
 	}
 	h := newHold(c, ctx, holdSpec{key: key, name: name, path: p, node: node, live: live, story: st})
 	if !h.watch(snap, nil) {

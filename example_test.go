@@ -628,3 +628,34 @@ func ExampleHolderError() {
 	// holder: billing-worker-3
 	// this Client's own hold: true
 }
+
+// Shutdown on SIGTERM: new acquires fail, waiters leave, and the holds
+// that stand get until the deadline to be released by their owners.
+func ExampleClient_Shutdown() {
+	client := connect()
+	m, err := zklock.NewMutex(client, "/examples/shutdown")
+	if err != nil {
+		log.Fatal(err)
+	}
+	hold, err := m.Lock(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	finished := make(chan struct{})
+	go func() { // the job under the lock finishes its work, then releases
+		defer close(finished)
+		<-time.After(50 * time.Millisecond)
+		hold.Release()
+	}()
+
+	// In main: signal.NotifyContext(ctx, syscall.SIGTERM), then on its end:
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fmt.Println("shutdown:", client.Shutdown(ctx))
+	<-finished
+	_, err = m.Lock(context.Background())
+	fmt.Println("afterwards:", errors.Is(err, zklock.ErrClosed))
+	// Output:
+	// shutdown: <nil>
+	// afterwards: true
+}

@@ -681,6 +681,10 @@ func (h *hold) endLocked(cause error) {
 	h.live.Add(-1)
 	if h.c != nil {
 		h.c.holding.Add(-1)
+		select {
+		case h.c.holdEnded <- struct{}{}:
+		default:
+		}
 	}
 	h.cancel(cause)
 }

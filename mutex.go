@@ -172,11 +172,17 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 		}
 		req.at = at
 	}
+	actx, stop, err := m.c.acquiring(ctx)
+	if err != nil {
+		return nil, opErr(ctx, "acquire", m.path, err)
+	}
+	defer stop()
 	st := beginStory(m.c, m.kind, m.path)
 	req.onRevoke = m.onRevoke(st)
-	node, snap, err := m.li.acquireTry(ctx, req)
+	node, snap, err := m.li.acquireTry(actx, req)
 	if err != nil {
-		return nil, st.failed(opErr(ctx, "acquire", m.path, m.c.nameHolder(ctx, err, m.path, first)))
+		err = m.c.nameHolder(ctx, shutdownErr(ctx, actx, err), m.path, first)
+		return nil, st.failed(opErr(ctx, "acquire", m.path, err))
 	}
 	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: "lock " + m.path, path: m.path, node: node, live: m.live, story: st})
 	if !h.watch(snap, req.onRevoke) {

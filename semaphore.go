@@ -167,16 +167,21 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 	if n < 1 || n > s.maxLeases {
 		return nil, wrapf(ErrInvalidArgument, "acquire %s: %d leases of %d", s.path, n, s.maxLeases)
 	}
+	actx, stop, err := s.c.acquiring(ctx)
+	if err != nil {
+		return nil, opErr(ctx, "acquire", s.path, err)
+	}
+	defer stop()
 	st := beginStory(s.c, s.kind, s.path)
 	r := newRetrier(s.c.opts.retry)
 	for {
-		if err := ctx.Err(); err != nil {
-			return nil, st.failed(opErr(ctx, "acquire", s.path, err))
+		if err := actx.Err(); err != nil {
+			return nil, st.failed(opErr(ctx, "acquire", s.path, shutdownErr(ctx, actx, err)))
 		}
-		leases, err := s.acquireOnceTry(ctx, n, try, st)
+		leases, err := s.acquireOnceTry(actx, n, try, grantTo{ctx, st})
 		if !errors.Is(err, errNodeGone) {
 			if err != nil {
-				return nil, st.failed(opErr(ctx, "acquire", s.path, s.nameHolder(ctx, err)))
+				return nil, st.failed(opErr(ctx, "acquire", s.path, s.nameHolder(ctx, shutdownErr(ctx, actx, err))))
 			}
 			holds := make([]*hold, len(leases))
 			for i, l := range leases {
@@ -185,8 +190,8 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 			st.granted(holds...)
 			return leases, nil
 		}
-		if err := r.again(ctx, s.c.closing, "a lease of "+s.path); err != nil {
-			return nil, st.failed(opErr(ctx, "acquire", s.path, err))
+		if err := r.again(actx, s.c.closing, "a lease of "+s.path); err != nil {
+			return nil, st.failed(opErr(ctx, "acquire", s.path, shutdownErr(ctx, actx, err)))
 		}
 	}
 }
@@ -210,12 +215,12 @@ func (s *Semaphore) nameHolder(ctx context.Context, err error) error {
 
 // acquireOnceTry is acquireOnce, and for a Try, under tryConnected (see
 // lockInternals.acquireTry).
-func (s *Semaphore) acquireOnceTry(ctx context.Context, n int, try bool, st story) (leases []*Lease, err error) {
+func (s *Semaphore) acquireOnceTry(ctx context.Context, n int, try bool, to grantTo) (leases []*Lease, err error) {
 	if !try {
-		return s.acquireOnce(ctx, n, false, st)
+		return s.acquireOnce(ctx, n, false, to)
 	}
 	err = s.c.tryConnected(ctx, func(ctx context.Context) (err error) {
-		leases, err = s.acquireOnce(ctx, n, true, st)
+		leases, err = s.acquireOnce(ctx, n, true, to)
 		return err
 	})
 	return leases, err
@@ -226,8 +231,8 @@ func (s *Semaphore) acquireOnceTry(ctx context.Context, n int, try bool, st stor
 // only orders acquirers, so that only its holder watches the leases: it is
 // a node, not a hold, and a connection blip does not end it. Losing it with
 // the session means losing the lease nodes too, which the wait notices.
-// The leases belong to story st.
-func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, st story) ([]*Lease, error) {
+// The leases go to to.
+func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, to grantTo) ([]*Lease, error) {
 	c := s.c
 	lock, _, err := s.lock.acquire(ctx, acquireReq{data: c.opts.nodeData, try: try})
 	if err != nil {
@@ -269,7 +274,14 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, st story) 
 		deleteNodes(c, nodes)
 		return nil, err
 	}
-	return s.grant(ctx, nodes, snap, st)
+	return s.grant(nodes, snap, to)
+}
+
+// grantTo is whom leases are granted to: the caller's context (whose
+// values the holds keep) and the acquire's story.
+type grantTo struct {
+	ctx context.Context
+	st  story
 }
 
 // leaseListing is one listing of the leases, with its watch.
@@ -377,12 +389,12 @@ func (s *Semaphore) verdict(l leaseListing, nodes []*lockNode) (verdict, bool) {
 	return verdict{granted: len(l.children) <= s.maxLeases || mutant("extralease") && len(l.children) == s.maxLeases+1, watch: l.ch}, true // test-only (zklock_mutant): one lease too many
 }
 
-// grant turns granted lease nodes into Leases, each a hold of story st
-// watched for loss.
-func (s *Semaphore) grant(ctx context.Context, nodes []*lockNode, snap snapshot, st story) ([]*Lease, error) {
+// grant turns granted lease nodes into Leases, each a hold of to's
+// context and story, watched for loss.
+func (s *Semaphore) grant(nodes []*lockNode, snap snapshot, to grantTo) ([]*Lease, error) {
 	leases := make([]*Lease, 0, len(nodes))
 	for i, nd := range nodes {
-		h := newHold(s.c, ctx, holdSpec{name: "lease " + s.c.relPath(nd.path), path: s.path, node: nd, live: s.live, story: st})
+		h := newHold(s.c, to.ctx, holdSpec{name: "lease " + s.c.relPath(nd.path), path: s.path, node: nd, live: s.live, story: to.st})
 		if !h.watch(snap, nil) { // the Client is closing; h is lost
 			deleteNodes(s.c, nodes[i+1:])
 			return nil, errors.Join(ErrClosed, s.ReturnAll(leases))

@@ -1,0 +1,91 @@
+package zklock
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Shutdown closes the Client gracefully, as http.Server.Shutdown closes a
+// server: at once, new acquires fail with ErrClosed and acquires waiting
+// in a queue end with ErrClosed, leaving no node; the holds that stand
+// are left to their owners, whose Release ends them as usual (their
+// contexts are not cancelled, and nothing is lost meanwhile); and once
+// none stands, or ctx is done, the Client closes as Close does, which
+// ends the holds still standing (lost, with ErrClosed).
+//
+// A re-entry of a hold that stands still succeeds meanwhile: it takes
+// nothing new.
+//
+// Shutdown returns nil if every hold was released before ctx ended, or
+// else an error wrapping ctx.Err() that says how many holds it cut short
+// and of which locks. A Shutdown after Close, or a second one, waits as the
+// first does; Close during a Shutdown ends it at once.
+func (c *Client) Shutdown(ctx context.Context) error {
+	if c.zero() {
+		return nil
+	}
+	if ctx == nil {
+		return wrapf(ErrInvalidArgument, "shutdown: nil context")
+	}
+	c.drainOnce.Do(func() { c.drainCancel(ErrClosed) })
+wait:
+	for c.holding.Load() > 0 {
+		select {
+		case <-c.holdEnded: // look again
+		case <-c.closing:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	n, locks := c.holding.Load(), c.lives.paths(c)
+	c.Close()
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("zklock: shutdown: %d hold(s) cut short, of %s: %w", n, locks, context.Cause(ctx))
+}
+
+// acquiring returns the context an acquire waits under: ctx, also ended
+// with cause ErrClosed when a Shutdown begins, and the function that
+// releases it. It fails at once with ErrClosed once one has begun.
+func (c *Client) acquiring(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if c.drain.Err() != nil {
+		return nil, nil, ErrClosed
+	}
+	actx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(c.drain, func() { cancel(ErrClosed) })
+	return actx, func() { stop(); cancel(nil) }, nil
+}
+
+// shutdownErr returns err, an acquire's under actx (see acquiring), as
+// ErrClosed if a Shutdown ended actx while the caller's ctx stands.
+func shutdownErr(ctx, actx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+		return wrapf(ErrClosed, "shutting down")
+	}
+	return err
+}
+
+// paths returns the paths of the locks held, relative to c's namespace,
+// sorted and joined with commas: at most ten, and how many more.
+func (t *liveTable) paths(c *Client) string {
+	t.mu.Lock()
+	ps := make([]string, 0, len(t.n))
+	for id := range t.n {
+		ps = append(ps, c.relPath(id.path))
+	}
+	t.mu.Unlock()
+	if len(ps) == 0 {
+		return "leases or multi-locks"
+	}
+	slices.Sort(ps)
+	ps = slices.Compact(ps)
+	const shown = 10
+	if len(ps) > shown {
+		return strings.Join(ps[:shown], ", ") + fmt.Sprintf(" and %d more", len(ps)-shown)
+	}
+	return strings.Join(ps, ", ")
+}
