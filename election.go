@@ -82,7 +82,7 @@ func electionEngine(c *Client, what, p, id, lockName string, opts []LockOption) 
 	if _, err := c.recipeData(what, p, []byte(id)); err != nil {
 		return lockInternals{}, err
 	}
-	return lockInternals{c: c, basePath: c.fullPath(p), lockName: lockName, driver: StandardDriver{}, maxLeases: 1}, nil
+	return lockInternals{c: c, basePath: c.fullPath(p), lockName: lockName, driver: StandardDriver{}, maxLeases: 1, maxHold: o.maxHold}, nil
 }
 
 // Campaign queues the participant and blocks until it leads, ctx is done,
@@ -128,6 +128,10 @@ func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p str
 	if h, _ := ctx.Value(key).(*hold); h != nil && h.enter() {
 		return newHandle(h, h.ctx, p, release(h)), nil
 	}
+	maxHold, err := maxHoldOf(ctx, li.maxHold)
+	if err != nil {
+		return nil, opErr(ctx, "campaign", p, err)
+	}
 	actx, stop, err := c.acquiring(ctx)
 	if err != nil {
 		return nil, opErr(ctx, "campaign", p, err)
@@ -139,7 +143,7 @@ func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p str
 	if err != nil {
 		return nil, st.failed(opErr(ctx, "campaign", p, c.nameHolder(ctx, shutdownErr(ctx, actx, err), p, first)))
 	}
-	h := newHold(c, ctx, holdSpec{key: key, name: name, path: p, node: node, live: live, story: st})
+	h := newHold(c, ctx, holdSpec{key: key, name: name, path: p, node: node, live: live, story: st, maxHold: maxHold})
 	if !h.watch(snap, nil) {
 		return nil, st.failed(opErr(ctx, "campaign", p, ErrClosed))
 	}

@@ -659,3 +659,27 @@ func ExampleClient_Shutdown() {
 	// shutdown: <nil>
 	// afterwards: true
 }
+
+// A holder that gets stuck cannot block the lock for ever: the maximum
+// hold time ends its hold as a loss, and the next participant is granted.
+func ExampleWithMaxHold() {
+	client := connect()
+	defer client.Close()
+	m, err := zklock.NewMutex(client, "/examples/maxhold", zklock.WithMaxHold(200*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	hold, err := m.Lock(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	// ... the holder is stuck, and never releases ...
+	<-hold.Done()
+	fmt.Println("lost:", errors.Is(hold.Err(), zklock.ErrLockLost))
+	fmt.Println("to its maximum hold time:", errors.Is(hold.Err(), zklock.ErrMaxHold))
+	fmt.Println("release reports it:", errors.Is(hold.Release(), zklock.ErrMaxHold))
+	// Output:
+	// lost: true
+	// to its maximum hold time: true
+	// release reports it: true
+}

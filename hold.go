@@ -257,11 +257,12 @@ type hold struct {
 	freeOnce sync.Once
 	freeErr  error // written inside freeOnce
 
-	mu       sync.Mutex // protects the fields below
-	count    int        // Releases still owed
-	ended    bool       // released or lost
-	lost     error      // why the hold was lost, nil otherwise
-	reported bool       // its story reported it granted, so reports its end
+	mu       sync.Mutex  // protects the fields below
+	count    int         // Releases still owed
+	ended    bool        // released or lost
+	lost     error       // why the hold was lost, nil otherwise
+	reported bool        // its story reported it granted, so reports its end
+	expiry   *time.Timer // ends the hold at its maximum hold time; nil for none
 }
 
 // holdKey finds a hold in the context that carries it, by keyOf its owner.
@@ -360,6 +361,9 @@ type holdSpec struct {
 	live  liveCounter  // the owner's count of live holds
 	free  func() error // nil: delete node
 	story story        // the acquire that granted the hold, for events
+	// maxHold, if positive, ends the hold that long after its grant (see
+	// WithMaxHold).
+	maxHold time.Duration
 }
 
 // newHold returns a live hold with one Release owed. Its context keeps the
@@ -377,6 +381,14 @@ func newHold(c *Client, parent context.Context, spec holdSpec) *hold {
 	h.live.Add(1)
 	if c != nil {
 		c.holding.Add(1)
+	}
+	if spec.maxHold > 0 {
+		if d, _ := parent.Value(maxHoldKey{}).(time.Duration); d != 0 {
+			h.ctx = context.WithValue(h.ctx, maxHoldKey{}, time.Duration(0)) // the bound is this acquire's, not the hold's nested ones
+		}
+		h.mu.Lock()
+		h.expireLocked(spec.maxHold)
+		h.mu.Unlock()
 	}
 	return h
 }
@@ -678,6 +690,9 @@ func (h *hold) emit(ev Event) {
 // must be held.
 func (h *hold) endLocked(cause error) {
 	h.ended = true
+	if h.expiry != nil {
+		h.expiry.Stop()
+	}
 	h.live.Add(-1)
 	if h.c != nil {
 		h.c.holding.Add(-1)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklock/zklock/internal/layout"
@@ -33,7 +34,8 @@ type lockInternals struct {
 	lockName  string // name of our nodes before the sequence, such as "lock-"
 	driver    Driver
 	maxLeases int
-	solo      *solo // a Mutex's: lets an acquire alone skip the listing; nil for none
+	solo      *solo         // a Mutex's: lets an acquire alone skip the listing; nil for none
+	maxHold   time.Duration // WithMaxHold's bound of the lock's holds; 0 for none
 }
 
 // id identifies the lock li queues on (see lockID).

@@ -100,6 +100,7 @@ func newMutex(c *Client, path, lockName string, maxLeases int, o lockOptions) (*
 		kind: RecipeMutex,
 	}
 	m.li.solo = c.solos.of(m.li.id())
+	m.li.maxHold = o.maxHold
 	m.live = lockCount{&c.lives, m.li.id()}
 	return m, nil
 }
@@ -172,6 +173,10 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 		}
 		req.at = at
 	}
+	maxHold, err := maxHoldOf(ctx, m.li.maxHold)
+	if err != nil {
+		return nil, opErr(ctx, "acquire", m.path, err)
+	}
 	actx, stop, err := m.c.acquiring(ctx)
 	if err != nil {
 		return nil, opErr(ctx, "acquire", m.path, err)
@@ -184,7 +189,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 		err = m.c.nameHolder(ctx, shutdownErr(ctx, actx, err), m.path, first)
 		return nil, st.failed(opErr(ctx, "acquire", m.path, err))
 	}
-	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: "lock " + m.path, path: m.path, node: node, live: m.live, story: st})
+	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: "lock " + m.path, path: m.path, node: node, live: m.live, story: st, maxHold: maxHold})
 	if !h.watch(snap, req.onRevoke) {
 		return nil, st.failed(opErr(ctx, "acquire", m.path, ErrClosed))
 	}

@@ -122,6 +122,7 @@ const (
 	CauseConnection              // no connection, or (StandardPolicy) the connection suspended: "connection"
 	CauseSession                 // the session was lost: "session"
 	CauseDeleted                 // the held node was deleted, by someone else or a reaper: "deleted"
+	CauseMaxHold                 // the hold's maximum hold time passed (ErrMaxHold): "max-hold"
 	CauseOther                   // anything else, such as zk.ErrNoAuth: "other"
 )
 
@@ -133,7 +134,7 @@ func (c Cause) String() string {
 	return fmt.Sprintf("Cause(%d)", int(c))
 }
 
-var causeNames = [...]string{"", "busy", "timeout", "canceled", "closed", "connection", "session", "deleted", "other"}
+var causeNames = [...]string{"", "busy", "timeout", "canceled", "closed", "connection", "session", "deleted", "max-hold", "other"}
 
 // causeOf classifies err, the error of a failed acquire or of a loss.
 func causeOf(err error) Cause {
@@ -144,6 +145,8 @@ func causeOf(err error) Cause {
 		return CauseClosed
 	case errors.Is(err, ErrLocked):
 		return CauseBusy
+	case errors.Is(err, ErrMaxHold):
+		return CauseMaxHold
 	case errors.Is(err, errLossDeleted):
 		return CauseDeleted
 	case errors.Is(err, errLossSession), errors.Is(err, zk.ErrSessionExpired):

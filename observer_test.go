@@ -574,7 +574,7 @@ func TestRecipeAndCauseNames(t *testing.T) {
 	for c, want := range map[zklock.Cause]string{
 		zklock.CauseNone: "", zklock.CauseBusy: "busy", zklock.CauseTimeout: "timeout", zklock.CauseCanceled: "canceled",
 		zklock.CauseClosed: "closed", zklock.CauseConnection: "connection", zklock.CauseSession: "session",
-		zklock.CauseDeleted: "deleted", zklock.CauseOther: "other", zklock.Cause(99): "Cause(99)", zklock.Cause(-1): "Cause(-1)",
+		zklock.CauseDeleted: "deleted", zklock.CauseMaxHold: "max-hold", zklock.CauseOther: "other", zklock.Cause(99): "Cause(99)", zklock.Cause(-1): "Cause(-1)",
 	} {
 		assert.Equal(t, want, c.String())
 	}

@@ -264,9 +264,10 @@ func convertOpts[T ~func(*zk.Conn)](sample T, fs []func(*zk.Conn)) []T {
 type LockOption func(*lockOptions)
 
 type lockOptions struct {
-	data   []byte // default nil: the Client's node data
-	driver Driver // default StandardDriver
-	err    error  // first invalid option
+	data    []byte        // default nil: the Client's node data
+	driver  Driver        // default StandardDriver
+	maxHold time.Duration // default 0: none
+	err     error         // first invalid option
 }
 
 // WithLockData sets the data of the lock's nodes, instead of the Client's

@@ -40,10 +40,11 @@ type Selector struct {
 // participant's node (an empty id: the Client's node data). It does no
 // I/O. Its errors are [NewElection]'s.
 func NewSelector(c *Client, path, id string, opts ...LockOption) (*Selector, error) {
-	if _, err := electionEngine(c, "selector", path, id, "lock-", opts); err != nil {
+	li, err := electionEngine(c, "selector", path, id, "lock-", opts)
+	if err != nil {
 		return nil, err
 	}
-	var o lockOptions
+	o := lockOptions{maxHold: li.maxHold}
 	if id != "" {
 		o.data = []byte(id)
 	}

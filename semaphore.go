@@ -8,6 +8,7 @@ import (
 	pathpkg "path"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -37,6 +38,7 @@ type Semaphore struct {
 	data      []byte        // lease node data
 	lock      lockInternals // the internal lock at path/locks
 	kind      Recipe        // what its events say it is: RecipeSemaphore, or RecipeSemaphoreMutex
+	maxHold   time.Duration // WithMaxHold's bound of each lease; 0 for none
 
 	live liveCounter // leases that stand: the Semaphore's own count, or a SemaphoreMutex's lockCount
 }
@@ -75,6 +77,7 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 	}
 	return &Semaphore{
 		kind:      RecipeSemaphore,
+		maxHold:   o.maxHold,
 		c:         c,
 		path:      path,
 		leases:    c.fullPath(leases),
@@ -167,6 +170,10 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 	if n < 1 || n > s.maxLeases {
 		return nil, wrapf(ErrInvalidArgument, "acquire %s: %d leases of %d", s.path, n, s.maxLeases)
 	}
+	maxHold, err := maxHoldOf(ctx, s.maxHold)
+	if err != nil {
+		return nil, opErr(ctx, "acquire", s.path, err)
+	}
 	actx, stop, err := s.c.acquiring(ctx)
 	if err != nil {
 		return nil, opErr(ctx, "acquire", s.path, err)
@@ -178,7 +185,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 		if err := actx.Err(); err != nil {
 			return nil, st.failed(opErr(ctx, "acquire", s.path, shutdownErr(ctx, actx, err)))
 		}
-		leases, err := s.acquireOnceTry(actx, n, try, grantTo{ctx, st})
+		leases, err := s.acquireOnceTry(actx, n, try, grantTo{ctx, st, maxHold})
 		if !errors.Is(err, errNodeGone) {
 			if err != nil {
 				return nil, st.failed(opErr(ctx, "acquire", s.path, s.nameHolder(ctx, shutdownErr(ctx, actx, err))))
@@ -278,10 +285,12 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, to grantTo
 }
 
 // grantTo is whom leases are granted to: the caller's context (whose
-// values the holds keep) and the acquire's story.
+// values the holds keep), the acquire's story, and the leases' maximum
+// hold time.
 type grantTo struct {
-	ctx context.Context
-	st  story
+	ctx     context.Context
+	st      story
+	maxHold time.Duration
 }
 
 // leaseListing is one listing of the leases, with its watch.
@@ -394,7 +403,7 @@ func (s *Semaphore) verdict(l leaseListing, nodes []*lockNode) (verdict, bool) {
 func (s *Semaphore) grant(nodes []*lockNode, snap snapshot, to grantTo) ([]*Lease, error) {
 	leases := make([]*Lease, 0, len(nodes))
 	for i, nd := range nodes {
-		h := newHold(s.c, to.ctx, holdSpec{name: "lease " + s.c.relPath(nd.path), path: s.path, node: nd, live: s.live, story: to.st})
+		h := newHold(s.c, to.ctx, holdSpec{name: "lease " + s.c.relPath(nd.path), path: s.path, node: nd, live: s.live, story: to.st, maxHold: to.maxHold})
 		if !h.watch(snap, nil) { // the Client is closing; h is lost
 			deleteNodes(s.c, nodes[i+1:])
 			return nil, errors.Join(ErrClosed, s.ReturnAll(leases))

@@ -30,7 +30,7 @@
 // histograms, zklock.outcome ("acquired" or why the acquire failed:
 // "busy", "timeout", "canceled", "closed", "connection", "other"; for a
 // hold, "released" or why it was lost: "deleted", "session",
-// "connection", "closed", "other"). The lock's path, whose values are as
+// "connection", "closed", "max-hold", "other"). The lock's path, whose values are as
 // many as the locks, is the attribute zklock.lock.path only when
 // Options.PathAttribute asks for it.
 //

@@ -31,7 +31,7 @@
 // "timeout", "canceled", "closed", "connection", "other"): the count of
 // zklock_acquire_wait_seconds{outcome="timeout"} is the pool metrics'
 // timeouts. A hold's outcome is "released" or why it was lost ("deleted",
-// "session", "connection", "closed", "other"). These labels have a few
+// "session", "connection", "closed", "max-hold", "other"). These labels have a few
 // values each; the lock's path, whose values are as many as the locks,
 // is a label only when Options.PathLabel asks for it.
 //
