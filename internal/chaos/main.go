@@ -6,8 +6,9 @@
 // it is empty), while servers are killed and
 // partitioned and sessions are paused and cut on a seeded random schedule,
 // some faults aimed at the session of a current holder or leader (some
-// keep their hold for one to two session timeouts) or of the next in the
-// Mutex's or the Election's queue. A checker then asserts from the
+// keep their hold for one to two session timeouts, and in a quarter of the
+// sessions a maximum hold time of one session timeout cuts those short)
+// or of the next in the Mutex's or the Election's queue. A checker then asserts from the
 // recorded critical sections, each lasting as long as its worker believed
 // it held the lock or led (until it released or its hold's context ended),
 // that no two holders overlapped and no two leaders (unless the earlier

@@ -26,6 +26,7 @@ type report struct {
 	writeErrs    int64
 	lateWrites   int64
 	slowWrites   int64
+	maxHoldEnded int64    // holds their maximum hold time ended
 	notes        []string // the workers' notes
 	redone       int      // deletes the ensemble acknowledged, then undid, which the Client did again
 	soloGrants   int64    // grants of the solo Mutex without a listing
@@ -48,6 +49,7 @@ func (r *report) stats(c *counters) {
 	r.writeErrs = c.writeErrs.Load()
 	r.lateWrites = c.lateWrites.Load()
 	r.slowWrites = c.slowWrites.Load()
+	r.maxHoldEnded = c.maxHoldEnded.Load()
 }
 
 // clean reports whether the run found nothing wrong.
@@ -96,6 +98,7 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "\nguarded writes with a stale token refused by ZooKeeper: %d (failed on the connection: %d)\n", r.staleBlocked, r.writeErrs)
 	fmt.Fprintf(w, "writes guarded by a released hold accepted while its delete went on in the background (checked for order): %d\n", r.lateWrites)
 	fmt.Fprintf(w, "guarded writes that took longer than a session timeout: %d\n", r.slowWrites)
+	fmt.Fprintf(w, "holds ended by their maximum hold time (a quarter of the sessions, one session timeout; counted as lost above): %d\n", r.maxHoldEnded)
 	for i, n := range r.notes {
 		if i == 10 {
 			fmt.Fprintf(w, "  ... and %d more\n", len(r.notes)-i)

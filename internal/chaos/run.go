@@ -168,6 +168,10 @@ func (c *contention) worker(s *session, r recipe) *worker {
 		maxHold: c.cfg.maxHold,
 		timeout: c.cfg.timeout,
 		long:    c.cfg.longEvery * btoi(s.idx%4 == 1 || s.idx%4 == 2),
+		// In a quarter of the sessions (one of the two with long sections
+		// in every four), a maximum hold time of one session timeout: it
+		// cuts their long sections short, as a loss.
+		bound:   c.cfg.timeout * time.Duration(btoi(s.idx%4 == 1)),
 		patient: 4 * c.cfg.timeout,
 		notice:  2 * c.cfg.timeout,
 	}

@@ -85,6 +85,7 @@ type counters struct {
 	writeErrs    atomic.Int64           // guarded writes that failed on the connection
 	lateWrites   atomic.Int64           // writes after Release accepted before its background delete landed
 	slowWrites   atomic.Int64           // guarded writes that took longer than a session timeout
+	maxHoldEnded atomic.Int64           // holds their maximum hold time ended (lost, signalled)
 }
 
 // worker takes one recipe's holds on one session, again and again.
@@ -102,6 +103,7 @@ type worker struct {
 	patient time.Duration // acquire time limit
 	notice  time.Duration // how long a hold whose node is gone may take to learn it
 	idle    int           // after one section in idle, stay idle up to 20 short sections (0: never)
+	bound   time.Duration // each acquire's maximum hold time (zklock.ContextWithMaxHold); 0: none
 }
 
 func (w *worker) run(ctx context.Context) {
@@ -119,6 +121,9 @@ func (w *worker) run(ctx context.Context) {
 // came first (see section.until).
 func (w *worker) once(ctx context.Context) {
 	actx, cancel := context.WithTimeout(ctx, w.patient)
+	if w.bound > 0 {
+		actx = zklock.ContextWithMaxHold(actx, w.bound)
+	}
 	w.occ.waiting.Add(1)
 	h, err := w.r.acquire(actx)
 	if err == nil {
@@ -195,6 +200,9 @@ func (w *worker) settle(s *section, h held, relErr error, endedAt time.Time) {
 	case errors.Is(relErr, zklock.ErrLockLost) || lostByCause:
 		s.lost = endedAt
 		w.st.lost[w.r.kind].Add(1)
+		if h.cause != nil && errors.Is(h.cause(), zklock.ErrMaxHold) {
+			w.st.maxHoldEnded.Add(1)
+		}
 		if h.cause != nil && !lostByCause {
 			w.j.problem(violUnsignalled+": %s %s: Release reported the loss, but the hold's context ended with %v", s.kind, w.who, h.cause())
 		}
