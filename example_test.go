@@ -683,3 +683,34 @@ func ExampleWithMaxHold() {
 	// to its maximum hold time: true
 	// release reports it: true
 }
+
+// A Mutex per request, as a handler would make one: every Mutex of a
+// Client and path is the same lock (a request's hold re-enters through
+// another), and what makes an acquire alone cost a create and a delete is
+// the Client's, so a fresh Mutex is as fast as a kept one.
+func ExampleNewMutex_perRequest() {
+	client := connect()
+	defer client.Close()
+	handle := func(ctx context.Context, job string) error {
+		m, err := zklock.NewMutex(client, "/examples/jobs/"+job) // no I/O
+		if err != nil {
+			return err
+		}
+		return m.Do(ctx, func(ctx context.Context) error {
+			// A helper that locks the same job again, with its own Mutex,
+			// re-enters the caller's hold.
+			again, err := zklock.NewMutex(client, "/examples/jobs/"+job)
+			if err != nil {
+				return err
+			}
+			return again.Do(ctx, func(context.Context) error { return nil })
+		})
+	}
+	for range 3 {
+		fmt.Println(handle(context.Background(), "42"))
+	}
+	// Output:
+	// <nil>
+	// <nil>
+	// <nil>
+}
