@@ -128,11 +128,7 @@ func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p str
 	if h, _ := ctx.Value(key).(*hold); h != nil && h.enter() {
 		return newHandle(h, h.ctx, p, release(h)), nil
 	}
-	maxHold, err := maxHoldOf(ctx, li.maxHold)
-	if err != nil {
-		return nil, opErr(ctx, "campaign", p, err)
-	}
-	actx, stop, err := c.acquiring(ctx)
+	actx, stop, maxHold, err := c.acquiring(ctx, li.maxHold)
 	if err != nil {
 		return nil, opErr(ctx, "campaign", p, err)
 	}

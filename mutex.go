@@ -173,11 +173,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 		}
 		req.at = at
 	}
-	maxHold, err := maxHoldOf(ctx, m.li.maxHold)
-	if err != nil {
-		return nil, opErr(ctx, "acquire", m.path, err)
-	}
-	actx, stop, err := m.c.acquiring(ctx)
+	actx, stop, maxHold, err := m.c.acquiring(ctx, m.li.maxHold)
 	if err != nil {
 		return nil, opErr(ctx, "acquire", m.path, err)
 	}

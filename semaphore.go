@@ -170,11 +170,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 	if n < 1 || n > s.maxLeases {
 		return nil, wrapf(ErrInvalidArgument, "acquire %s: %d leases of %d", s.path, n, s.maxLeases)
 	}
-	maxHold, err := maxHoldOf(ctx, s.maxHold)
-	if err != nil {
-		return nil, opErr(ctx, "acquire", s.path, err)
-	}
-	actx, stop, err := s.c.acquiring(ctx)
+	actx, stop, maxHold, err := s.c.acquiring(ctx, s.maxHold)
 	if err != nil {
 		return nil, opErr(ctx, "acquire", s.path, err)
 	}

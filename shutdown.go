@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Shutdown closes the Client gracefully, as http.Server.Shutdown closes a
@@ -48,16 +49,23 @@ wait:
 	return fmt.Errorf("zklock: shutdown: %d hold(s) cut short, of %s: %w", n, locks, context.Cause(ctx))
 }
 
-// acquiring returns the context an acquire waits under: ctx, also ended
-// with cause ErrClosed when a Shutdown begins, and the function that
-// releases it. It fails at once with ErrClosed once one has begun.
-func (c *Client) acquiring(ctx context.Context) (context.Context, context.CancelFunc, error) {
+// acquiring sets up an acquire of a lock whose maximum hold time is
+// lockMax (0: none) with ctx. It returns the context the acquire waits
+// under: ctx, also ended with cause ErrClosed when a Shutdown begins; the
+// function that releases it; and the maximum hold time of the hold (see
+// maxHoldOf). It fails at once with ErrClosed once a Shutdown has begun,
+// and with ErrInvalidArgument for a bound ContextWithMaxHold refused.
+func (c *Client) acquiring(ctx context.Context, lockMax time.Duration) (context.Context, context.CancelFunc, time.Duration, error) {
+	maxHold, err := maxHoldOf(ctx, lockMax)
+	if err != nil {
+		return nil, nil, 0, err
+	}
 	if c.drain.Err() != nil {
-		return nil, nil, ErrClosed
+		return nil, nil, 0, ErrClosed
 	}
 	actx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(c.drain, func() { cancel(ErrClosed) })
-	return actx, func() { stop(); cancel(nil) }, nil
+	return actx, func() { stop(); cancel(nil) }, maxHold, nil
 }
 
 // shutdownErr returns err, an acquire's under actx (see acquiring), as

@@ -190,14 +190,12 @@ func TestBreakHolderRefused(t *testing.T) {
 	assert.Len(t, e.children(sem+"/leases"), 2, "nothing deleted")
 	require.NoError(t, s.ReturnAll(leases))
 
-	var rws []*zklock.ReadWriteLock
-	for range 2 {
+	for range 2 { // two readers hold
 		rw, err := zklock.NewReadWriteLock(e.client(), e.path)
 		require.NoError(t, err)
 		h, err := rw.ReadLock().Acquire(ctx(t))
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, rw.ReadLock().Release(h)) })
-		rws = append(rws, rw)
 	}
 	r = e.run("break", "-force", "-holder", e.path)
 	assert.Equal(t, 2, r.code, r.stderr)
