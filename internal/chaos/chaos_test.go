@@ -26,13 +26,14 @@ func TestChaosShort(t *testing.T) {
 		require.NoError(t, err)
 	}
 	cfg := config{seed: seed, duration: 90 * time.Second, sessions: 16, timeout: 4 * time.Second,
-		maxLeases: 3, maxHold: 50 * time.Millisecond, longEvery: 6, calm: time.Second, out: testLog{t}}
+		maxLeases: 3, maxHold: 50 * time.Millisecond, longEvery: 6, calm: time.Second, out: testLog{t}, htmlDir: t.TempDir()}
 	rep, err := run(context.Background(), cfg, loadConfig{waiters: 300, sessions: 10})
 	var out bytes.Buffer
 	rep.print(&out)
 	t.Log(out.String())
 	require.NoError(t, err, "seed %d", seed)
 	assert.True(t, rep.clean(), "violations, orphans or leaks; replay with CHAOS_SEED=%d", seed)
+	assert.Len(t, rep.linear, 10, "Porcupine judged every lock and resource: %v", rep.linear)
 	if rep.noPartitions == "" {
 		assert.Empty(t, rep.missingFaults(), "every kind of fault was injected")
 	}
@@ -249,4 +250,82 @@ func TestReportShowsLeaders(t *testing.T) {
 	assert.Regexp(t, `(?m)^leader +7 +0 +0 +0$`, out.String())
 	assert.Regexp(t, `(?m)^leader +3 +2 +1$`, out.String())
 	assert.Regexp(t, `(?m)^read +0 +0 +-$`, out.String())
+}
+
+// linearOK reports, by partition, whether Porcupine accepted j's history.
+func linearOK(t *testing.T, j *journal, leases int) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, jg := range j.judge(leases, t.TempDir()) {
+		out[jg.model+" "+jg.part] = jg.ok()
+		if !jg.ok() {
+			assert.NotEmpty(t, jg.html, "a refused partition is visualised")
+		}
+	}
+	return out
+}
+
+// The second judge refuses what the first does, on its own models: two
+// holders, a loss told after the next grant, a reader with a writer, a
+// token going back, a lease too many, a stale write; and accepts the
+// histories the first accepts.
+func TestPorcupineJudge(t *testing.T) {
+	t.Parallel()
+	var ok journal
+	ok.add(sec(kindMutex, "a", 1, 0, 10))
+	ok.add(sec(kindMutex, "b", 2, 10, 20))
+	told := sec(kindMutex, "c", 3, 20, 50)
+	told.lost = at(25)
+	ok.add(told)
+	ok.add(sec(kindMutex, "d", 4, 30, 40)) // after c was told
+	ok.add(sec(kindRead, "r1", 7, 0, 10))
+	ok.add(sec(kindRead, "r2", 6, 1, 10))
+	ok.add(sec(kindWrite, "w", 8, 10, 20))
+	ok.add(sec(kindLease, "l1", 1, 0, 10))
+	ok.add(sec(kindLease, "l2", 2, 0, 10))
+	ok.add(sec(kindLease, "l3", 3, 10, 20))
+	ok.wrote(fencedWrite{kind: kindRead, zxid: 1, token: 7, who: "r1"})
+	ok.wrote(fencedWrite{kind: kindRead, zxid: 2, token: 6, who: "r2"})
+	ok.wrote(fencedWrite{kind: kindWrite, zxid: 3, token: 8, who: "w"})
+	ok.wrote(fencedWrite{kind: kindLease, zxid: 4, token: 1, who: "l"})
+	for part, accepted := range linearOK(t, &ok, 2) {
+		assert.True(t, accepted, part)
+	}
+
+	for name, tc := range map[string]struct {
+		j    func(*journal)
+		part string
+	}{
+		"two holders": {func(j *journal) {
+			j.add(sec(kindMutex, "a", 1, 0, 10))
+			j.add(sec(kindMutex, "b", 2, 5, 20))
+		}, "lock mutex"},
+		"told too late": {func(j *journal) {
+			a := sec(kindMutex, "a", 1, 0, 50)
+			a.lost = at(35)
+			j.add(a)
+			j.add(sec(kindMutex, "b", 2, 30, 40))
+		}, "lock mutex"},
+		"reader with a writer": {func(j *journal) {
+			j.add(sec(kindRead, "r", 1, 0, 30))
+			j.add(sec(kindWrite, "w", 2, 20, 40))
+		}, "lock rwlock"},
+		"token back": {func(j *journal) {
+			j.add(sec(kindLeader, "a", 5, 0, 10))
+			j.add(sec(kindLeader, "b", 4, 10, 20))
+		}, "lock election"},
+		"a lease too many": {func(j *journal) {
+			j.add(sec(kindLease, "a", 1, 0, 10))
+			j.add(sec(kindLease, "b", 2, 0, 10))
+			j.add(sec(kindLease, "c", 3, 5, 15))
+		}, "lock semaphore"},
+		"stale write": {func(j *journal) {
+			j.wrote(fencedWrite{kind: kindMutex, zxid: 11, token: 5, who: "b"})
+			j.wrote(fencedWrite{kind: kindMutex, zxid: 12, token: 3, who: "a"})
+		}, "fenced register mutex"},
+	} {
+		var j journal
+		tc.j(&j)
+		assert.False(t, linearOK(t, &j, 2)[tc.part], name)
+	}
 }

@@ -32,9 +32,10 @@ type report struct {
 	soloGrants   int64    // grants of the solo Mutex without a listing
 	soloReaps    int64    // deletions of its parent while empty
 	verdict      verdict
-	orphansOpen  []string // lock nodes left after every worker released, sessions open
-	orphans      []string // ephemeral nodes left after every session closed
-	leaks        string   // goroutines left after everything closed
+	linear       []judgement // Porcupine's verdicts, per model and partition
+	orphansOpen  []string    // lock nodes left after every worker released, sessions open
+	orphans      []string    // ephemeral nodes left after every session closed
+	leaks        string      // goroutines left after everything closed
 	load         *loadReport
 }
 
@@ -54,8 +55,18 @@ func (r *report) stats(c *counters) {
 
 // clean reports whether the run found nothing wrong.
 func (r *report) clean() bool {
-	return len(r.verdict.violations) == 0 && len(r.orphansOpen) == 0 && len(r.orphans) == 0 &&
+	return len(r.verdict.violations) == 0 && r.linearizable() && len(r.orphansOpen) == 0 && len(r.orphans) == 0 &&
 		r.leaks == "" && (r.load == nil || r.load.clean())
+}
+
+// linearizable reports whether Porcupine accepted every partition.
+func (r *report) linearizable() bool {
+	for _, j := range r.linear {
+		if !j.ok() {
+			return false
+		}
+	}
+	return true
 }
 
 // missingFaults lists the fault kinds that were never injected.
@@ -120,11 +131,30 @@ func (r *report) print(w io.Writer) {
 	r.printProblems(w)
 }
 
+// smallestRefused returns the refused partition with the fewest
+// operations, or nil.
+func (r *report) smallestRefused() *judgement {
+	var best *judgement
+	for i, j := range r.linear {
+		if !j.ok() && (best == nil || j.ops < best.ops) {
+			best = &r.linear[i]
+		}
+	}
+	return best
+}
+
 func (r *report) printProblems(w io.Writer) {
 	fmt.Fprintf(w, "\nviolations: %d\n", len(r.verdict.violations))
 	fmt.Fprintf(w, "violation kinds:%s\n", r.kinds())
 	for _, v := range r.verdict.violations {
 		fmt.Fprintf(w, "  %s\n", v)
+	}
+	fmt.Fprintf(w, "porcupine (the second judge, linearizability per model and partition):\n")
+	for _, j := range r.linear {
+		fmt.Fprintf(w, "  %s\n", j)
+	}
+	if failed := r.smallestRefused(); failed != nil {
+		fmt.Fprintf(w, "porcupine refused: smallest failing partition %s\n", failed)
 	}
 	fmt.Fprintf(w, "orphan nodes: %d with the sessions open, %d after they closed\n", len(r.orphansOpen), len(r.orphans))
 	for _, o := range append(r.orphansOpen, r.orphans...) {

@@ -31,6 +31,7 @@ type config struct {
 	noFaults  bool          // contend without faults
 	only      []faultKind   // inject only these kinds; nil: every kind
 	out       io.Writer     // progress lines
+	htmlDir   string        // where Porcupine's visualisation of a refused partition goes ("": nowhere)
 }
 
 const root = "/zklock-chaos"

@@ -96,6 +96,7 @@ func (c *contention) run(ctx context.Context, rep *report) error {
 	err = errors.Join(err, c.closeSessions())
 	rep.orphans, _ = c.orphans()
 	rep.verdict = c.j.check(c.cfg.maxLeases)
+	rep.linear = c.j.judge(c.cfg.maxLeases, c.cfg.htmlDir)
 	rep.notes = c.j.notes
 	rep.stats(&c.st)
 	rep.soloGrants, rep.soloReaps = c.solo.grants.Load(), c.solo.reaps.Load()
