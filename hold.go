@@ -382,10 +382,12 @@ func newHold(c *Client, parent context.Context, spec holdSpec) *hold {
 	if c != nil {
 		c.holding.Add(1)
 	}
+	if d, _ := parent.Value(maxHoldKey{}).(time.Duration); d != 0 {
+		// The bound is this acquire's (or, for a MultiLock, its members'),
+		// not the hold's nested ones.
+		h.ctx = context.WithValue(h.ctx, maxHoldKey{}, time.Duration(0))
+	}
 	if spec.maxHold > 0 {
-		if d, _ := parent.Value(maxHoldKey{}).(time.Duration); d != 0 {
-			h.ctx = context.WithValue(h.ctx, maxHoldKey{}, time.Duration(0)) // the bound is this acquire's, not the hold's nested ones
-		}
 		h.mu.Lock()
 		h.expireLocked(spec.maxHold)
 		h.mu.Unlock()
