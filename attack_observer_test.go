@@ -22,8 +22,8 @@ type gateHandler struct {
 }
 
 func (g gateHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (g gateHandler) WithAttrs([]slog.Attr) slog.Handler        { return g }
-func (g gateHandler) WithGroup(string) slog.Handler             { return g }
+func (g gateHandler) WithAttrs([]slog.Attr) slog.Handler       { return g }
+func (g gateHandler) WithGroup(string) slog.Handler            { return g }
 func (g gateHandler) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == g.msg {
 		g.once.Do(func() {
