@@ -111,6 +111,7 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 	zkOpts = append(zkOpts, zk.WithEventCallback(c.dials.event(c.queue.push)), zk.WithLogger(zkLogger{c}))
 	conn, events, err := zk.Connect(addrs, o.sessionTimeout, convertOpts(zk.WithLogInfo(true), zkOpts)...)
 	if err != nil {
+		registered(c, false) // never returned, so never closed
 		return nil, wrapf(err, "connect %s", strings.Join(addrs, ","))
 	}
 	c.conn, c.zc, c.zkEvents = conn, conn, events
@@ -241,6 +242,7 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) *Client {
 		c.closingOnce.Do(func() { close(c.closing) })
 		c.state = StateClosed
 		c.setUpLocked()
+		registered(c, false) // closed from the start
 		return c
 	}
 	c.conn, c.zc, c.zkEvents = conn, conn, events

@@ -382,10 +382,12 @@ func newHold(c *Client, parent context.Context, spec holdSpec) *hold {
 	if c != nil {
 		c.holding.Add(1)
 	}
+	if d, _ := parent.Value(maxHoldKey{}).(time.Duration); d != 0 {
+		// The bound is this acquire's (or, for a MultiLock, its members'),
+		// not the hold's nested ones.
+		h.ctx = context.WithValue(h.ctx, maxHoldKey{}, time.Duration(0))
+	}
 	if spec.maxHold > 0 {
-		if d, _ := parent.Value(maxHoldKey{}).(time.Duration); d != 0 {
-			h.ctx = context.WithValue(h.ctx, maxHoldKey{}, time.Duration(0)) // the bound is this acquire's, not the hold's nested ones
-		}
 		h.mu.Lock()
 		h.expireLocked(spec.maxHold)
 		h.mu.Unlock()
@@ -645,18 +647,20 @@ func (h *hold) lose(err error) {
 
 // reportGranted reports the hold granted, as an event of its story, and
 // then its end if it has ended already: a hold that ends before its grant
-// is reported leaves the report of its end to this.
+// is reported leaves the report of its end to this. The grant is queued
+// (and the end it owes counted) before the hold counts as reported, so
+// that an end reported meanwhile by release or lose cannot come first.
 func (h *hold) reportGranted() {
-	h.mu.Lock()
-	h.reported = true
-	ended, lost := h.ended, h.lost
-	h.mu.Unlock()
 	h.story.opened(1)
 	ev := Event{Kind: EventAcquired, Wait: time.Since(h.story.start)}
 	if h.node != nil {
 		ev.Node, ev.Position = h.c.relPath(h.node.path), h.node.position
 	}
 	h.story.emit(ev)
+	h.mu.Lock()
+	h.reported = true
+	ended, lost := h.ended, h.lost
+	h.mu.Unlock()
 	if ended {
 		h.reportEnd(lost)
 	}

@@ -22,7 +22,8 @@ import (
 // Shutdown returns nil if every hold was released before ctx ended, or
 // else an error wrapping ctx.Err() that says how many holds it cut short
 // and of which locks. A Shutdown after Close, or a second one, waits as the
-// first does; Close during a Shutdown ends it at once.
+// first does; Close during a Shutdown ends it at once (the error then
+// wraps ErrClosed if holds still stood).
 func (c *Client) Shutdown(ctx context.Context) error {
 	if c.zero() {
 		return nil
@@ -46,7 +47,11 @@ wait:
 	if n == 0 {
 		return nil
 	}
-	return fmt.Errorf("zklock: shutdown: %d hold(s) cut short, of %s: %w", n, locks, context.Cause(ctx))
+	cause := context.Cause(ctx)
+	if cause == nil { // a Close ended the Shutdown before ctx did
+		cause = ErrClosed
+	}
+	return fmt.Errorf("zklock: shutdown: %d hold(s) cut short, of %s: %w", n, locks, cause)
 }
 
 // acquiring sets up an acquire of a lock whose maximum hold time is
