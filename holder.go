@@ -19,10 +19,10 @@ import (
 // that a timeout in a log says who was in the way; errors.As finds it in
 // the error the acquire returns, and errors.Is sees through it to Err.
 //
-// The holder is the first node of the lock's queue (for a Semaphore, its
-// oldest lease; for an Election, the leader), as the acquire last saw it,
-// read once more when the acquire failed: one request, on the failure path
-// only. An acquire whose holder could not be read then (gone meanwhile,
+// The holder is the first node of the lock's queue (for an Election, the
+// leader), as the acquire last saw it, read once more when the acquire
+// failed: one request, on the failure path only (for a Semaphore, a
+// listing of its leases and a read of the oldest). An acquire whose holder could not be read then (gone meanwhile,
 // the connection down) returns its error without a HolderError.
 type HolderError struct {
 	Path    string        // the lock's path, relative to the Client's namespace
@@ -30,8 +30,8 @@ type HolderError struct {
 	Data    []byte        // the node's data: the owner, as its Client's WithNodeData or WithLockData set it (a Curator peer's host address by default)
 	Held    time.Duration // how long the node has stood, by the server's clock of its creation
 	Session int64         // the session that owns the node
-	// ThisClient: the holder is a hold of the very Client that failed to
-	// acquire, most likely one whose Release was forgotten.
+	// ThisClient: the holder's session is the very Client's that failed
+	// to acquire: most likely a hold whose Release was forgotten.
 	ThisClient bool
 	// ThisProcess: the holder belongs to another Client of this process.
 	ThisProcess bool

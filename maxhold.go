@@ -43,7 +43,8 @@ type maxHoldKey struct{}
 // the acquires made with it, as Redisson's lease time bounds one lock
 // call: see [WithMaxHold], whose rules it follows. A hold's context does
 // not carry it on: acquires made with a hold's context are unbounded
-// unless they say so. A d that is not positive makes those acquires fail
+// unless they say so. An acquire that re-enters a hold takes nothing new:
+// the hold keeps the bound of its grant. A d that is not positive makes those acquires fail
 // with ErrInvalidArgument.
 func ContextWithMaxHold(ctx context.Context, d time.Duration) context.Context {
 	if d <= 0 {
