@@ -95,7 +95,10 @@ bench: deps
 # leaders (some of which hold for one to two session timeouts) and at the
 # next in the Mutex's or the Election's line; a checker then looks for two sections
 # that believed they held (or led) at once, losses told too late, tokens
-# going back, stale writes accepted, orphan nodes and leaked goroutines.
+# going back, stale writes accepted, orphan nodes and leaked goroutines,
+# and Porcupine, a second judge, checks the recorded history for
+# linearizability per lock and resource (its HTML visualisation of a
+# refused partition goes to the current directory).
 # The report says what each kind of fault hit: a holder, a waiter or an
 # idle session, and how often faults struck each kind of holder, leaders
 # included. Then 2000 waiters queue over 50 sessions and the leader is
