@@ -52,6 +52,7 @@ func main() {
 	flag.DurationVar(&cfg.maxHold, "hold", 50*time.Millisecond, "longest short critical section")
 	flag.IntVar(&cfg.longEvery, "long-every", 6, "in half the sessions, one section in this many lasts one to two session timeouts (0: none)")
 	flag.DurationVar(&cfg.calm, "calm", 3*time.Second, "longest quiet time between faults")
+	flag.BoolVar(&cfg.noBounds, "no-max-hold", false, "no session acquires with a maximum hold time (which would end a hold the library failed to tell of its loss)")
 	flag.StringVar(&cfg.htmlDir, "html-dir", ".", "where Porcupine's visualisation of a history it refuses is written")
 	flag.BoolVar(&cfg.noFaults, "no-faults", false, "contend without faults (to tell the library's faults from the schedule's)")
 	flag.IntVar(&load.waiters, "load-waiters", 2000, "waiters queued in the load phase (0: skip it)")

@@ -32,6 +32,7 @@ type config struct {
 	only      []faultKind   // inject only these kinds; nil: every kind
 	out       io.Writer     // progress lines
 	htmlDir   string        // where Porcupine's visualisation of a refused partition goes ("": nowhere)
+	noBounds  bool          // no session acquires with a maximum hold time
 }
 
 const root = "/zklock-chaos"
@@ -172,7 +173,7 @@ func (c *contention) worker(s *session, r recipe) *worker {
 		// In a quarter of the sessions (one of the two with long sections
 		// in every four), a maximum hold time of one session timeout: it
 		// cuts their long sections short, as a loss.
-		bound:   c.cfg.timeout * time.Duration(btoi(s.idx%4 == 1)),
+		bound:   c.cfg.timeout * time.Duration(btoi(s.idx%4 == 1 && !c.cfg.noBounds)),
 		patient: 4 * c.cfg.timeout,
 		notice:  2 * c.cfg.timeout,
 	}
