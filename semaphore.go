@@ -140,8 +140,7 @@ func (s *Semaphore) Participants(ctx context.Context) ([]string, error) {
 	if err := s.usable(ctx, "participants"); err != nil {
 		return nil, err
 	}
-	leases := lockInternals{c: s.c, basePath: s.leases, lockName: leaseName, driver: StandardDriver{}}
-	children, err := leases.sortedChildren(ctx)
+	children, err := s.leaseQueue().sortedChildren(ctx)
 	if err != nil {
 		return nil, wrapf(err, "semaphore %s participants", s.path)
 	}
@@ -199,6 +198,12 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 	}
 }
 
+// leaseQueue is an engine over the lease nodes, to list them in their
+// order (oldest first).
+func (s *Semaphore) leaseQueue() *lockInternals {
+	return &lockInternals{c: s.c, basePath: s.leases, lockName: leaseName, driver: StandardDriver{}}
+}
+
 // nameHolder names the holder of the oldest lease in err, if err is a busy
 // Try's or a wait's that ctx ended (see Client.nameHolder): a listing of
 // the leases, and the read of the oldest, on the failure path only.
@@ -208,8 +213,7 @@ func (s *Semaphore) nameHolder(ctx context.Context, err error) error {
 	}
 	rctx, cancel := s.c.holderContext(ctx)
 	defer cancel()
-	leases := lockInternals{c: s.c, basePath: s.leases, lockName: leaseName, driver: StandardDriver{}}
-	children, lerr := leases.sortedChildren(rctx)
+	children, lerr := s.leaseQueue().sortedChildren(rctx)
 	if lerr != nil {
 		return err
 	}

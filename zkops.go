@@ -449,11 +449,10 @@ func (c *Client) deleteNodeGone(p string, st story) (bool, error) {
 		}
 	}
 	c.log.Warn("zklock: delete continues in the background", "path", p, "err", err)
-	if ev := (Event{Kind: EventDeleteRetried, Node: c.relPath(p), Err: err}); st.c != nil {
-		st.emit(ev)
-	} else {
-		c.emit(ev)
+	if st.c == nil {
+		st = story{c: c} // a node of no hold: no ID, recipe or path
 	}
+	st.emit(Event{Kind: EventDeleteRetried, Node: c.relPath(p), Err: err})
 	c.cleanup(func() {
 		c.untilDone(func() (bool, error) { return c.deleteOnce(p) })
 	})
