@@ -3,6 +3,7 @@ package zklock_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -135,24 +136,30 @@ func TestIntegration_SoloParentRecreated(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	m := soloMutex(e, e.client(), "/reaped")
-	soloReady(t, m) // nodes 0 and 1
+	soloReady(t, m) // nodes 0 to next-2 (soloReady may take more than two pairs)
 	parent := e.root + "/reaped"
+	probe, err := e.admin.Create(parent+"/probe-", nil, zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	next, err := strconv.Atoi(probe[len(probe)-10:]) // the Mutex's last node was next-1
+	require.NoError(t, err)
+	require.NoError(t, e.admin.Delete(probe, -1))
 	require.NoError(t, e.admin.Delete(parent, -1))
 
 	other := e.mutex(e.client(), "/reaped")
 	h, err := other.Lock(context.Background()) // creates the parent again, and node 0
 	require.NoError(t, err)
-	for i := range 1 { // node 1
+	for i := range next - 1 { // nodes 1 to next-1
 		p, err := e.admin.Create(fmt.Sprintf("%s/filler-%d", parent, i), nil, 0, zk.WorldACL(zk.PermAll))
 		require.NoError(t, err)
 		require.NoError(t, e.admin.Delete(p, -1))
 	}
 
 	requireWaits(t, m, "the other participant holds the lock")
-	// The Mutex's node took number 2, the one it expected: the next is 3.
-	probe, err := e.admin.Create(parent+"/probe-", nil, zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	// The Mutex's node took number next, the one it expected (its last
+	// node, before the probe, was next-1): the next is next+1.
+	probe, err = e.admin.Create(parent+"/probe-", nil, zk.FlagSequence, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
-	require.True(t, strings.HasSuffix(probe, "0000000003"), "the Mutex's node was number 2: %s", probe)
+	require.True(t, strings.HasSuffix(probe, fmt.Sprintf("%010d", next+1)), "the Mutex's node was number %d: %s", next, probe)
 	require.NoError(t, e.admin.Delete(probe, -1))
 	require.NoError(t, h.Release())
 	soloPairs(t, m, 1)
