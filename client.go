@@ -47,6 +47,10 @@ type Client struct {
 	holding  atomic.Int64  // holds that stand, in all
 	obs      *observer     // nil without WithObserver
 
+	holds      *holdWatch       // follows the nodes of the holds, and ends those lost
+	background *backgroundQueue // work left to the background, on a few goroutines
+	bgDeletes  atomic.Int64     // deletes going on in the background
+
 	drain       context.Context         // cancelled when a Shutdown begins: acquires end (see acquiring)
 	drainCancel context.CancelCauseFunc // cancels drain
 	drainOnce   sync.Once
@@ -103,6 +107,7 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 	c := newClient(o)
 	c.ownsConn = true
 	c.queue = newEventQueue()
+	c.holds.routed = true // node events come through the callback too
 	c.dials = newDialWatch(c.log)
 	c.sockets = &sockets{open: make(map[*socket]struct{})}
 	// Ours come last: the Client must see every session event. The host
@@ -286,6 +291,8 @@ func newClient(o options) *Client {
 	c.setUpLocked()
 	c.drain, c.drainCancel = context.WithCancelCause(context.Background())
 	c.holdEnded = make(chan struct{}, 1)
+	c.holds = newHoldWatch(c, false)
+	c.background = &backgroundQueue{c: c}
 	registered(c, true)
 	return c
 }
@@ -352,6 +359,7 @@ func (c *Client) Close() error {
 		c.closed = true
 		c.goMu.Unlock()
 		c.closingOnce.Do(func() { close(c.closing) })
+		c.holds.sweep() // every hold standing is lost
 		if c.ownsConn && c.conn != nil {
 			c.conn.Close()
 		}

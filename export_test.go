@@ -48,3 +48,7 @@ func WatchedNodes(c *Client) int {
 func SoloReady(m *Mutex) bool {
 	return m.li.solo.ready(m.c.connEpoch())
 }
+
+// FollowedNodes reports how many own nodes the Client's holdWatch follows:
+// its holds' and its waiters'.
+func FollowedNodes(c *Client) int { return c.holds.len() }

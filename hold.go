@@ -237,8 +237,8 @@ func errCtx(err error) context.Context {
 // Mutex side, a lease) or of other holds (a MultiLock). It owns the context
 // that carries the ownership and ends it once, with cause ErrReleased or
 // ErrLockLost; it gives up what it owns exactly once, whichever ending
-// comes first; and, for a node, it runs the one goroutine that watches for
-// the loss.
+// comes first. Its Client's holdWatch follows its node, and ends it when
+// it is lost.
 type hold struct {
 	// Written once by newHold, read-only after.
 	c      *Client                 // nil for a hold of other holds
@@ -404,108 +404,29 @@ func holdIn(ctx context.Context, owner any) *hold {
 	return h
 }
 
-// watch starts the goroutine that ends the hold when it is lost. It
-// reports false, and loses the hold, once the Client has begun to close.
+// watch hands the hold's node to its Client's holdWatch, which ends the
+// hold when it is lost. It reports false, and loses the hold, once the
+// Client has begun to close.
 func (h *hold) watch(snap snapshot, onRevoke func(string)) bool {
-	if h.c.goFunc(func() { h.monitor(snap, onRevoke) }) {
+	if h.c.holds.take(h, snap, onRevoke) {
 		return true
 	}
 	h.lose(errLostClosed)
 	return false
 }
 
-// monitor follows the held node until the hold ends, and loses the hold
-// when the node is deleted, the session is lost, or (under StandardPolicy)
-// the connection is suspended. It never blocks on the network itself:
-// setting the node's watch, at first (for a node granted at once) or again
-// after a data change, runs beside it, so a loss is seen meanwhile.
-func (h *hold) monitor(snap snapshot, onRevoke func(string)) {
-	c := h.c
-	var (
-		own     <-chan zk.Event
-		watched <-chan watchResult
-	)
-	if h.node.isKnown() {
-		own = h.node.own // set before the hold began
-	} else {
-		watched = h.watchNode(onRevoke)
-	}
-	for {
-		stateCh := c.stateChanged()
-		if err := c.holdLost(snap); err != nil {
-			h.lose(err)
-			return
-		}
-		select {
-		case w := <-watched:
-			if w.err != nil {
-				h.loseBy(w.err)
-				return
-			}
-			own, watched = w.ch, nil
-		case ev := <-own:
-			if err := ownEventErr(ev); err != nil {
-				h.loseBy(err)
-				return
-			}
-			own, watched = nil, h.watchNode(onRevoke)
-		case <-stateCh:
-		case <-h.ctx.Done():
-			return
-		case <-c.closing:
-			h.lose(errLostClosed)
-			return
-		}
-	}
-}
-
-// watchResult is the outcome of setting a node's watch.
-type watchResult struct {
-	ch  <-chan zk.Event
-	err error
-}
-
-// watchNode sets the held node's watch on a goroutine of its own, which
-// ends with the hold at the latest. A connection loss meanwhile does not
-// end the hold here, whatever the retry policy allows: the watch is set
-// again once the session's connection is back, and whether the loss ends
-// the hold is the error policy's call, which the monitor applies.
-func (h *hold) watchNode(onRevoke func(string)) <-chan watchResult {
-	return alongside(h.c, watchResult{err: ErrClosed}, func() watchResult {
-		for {
-			ch, err := watchOwn(h.ctx, h.c, h.node, onRevoke)
-			if retryable(err) {
-				err = h.c.awaitConnected(h.ctx, h.node.session, 0)
-				if errors.Is(err, errSessionChanged) {
-					err = errNodeGone
-				}
-				if err == nil {
-					continue
-				}
-			}
-			return watchResult{ch, err}
-		}
-	})
-}
-
-// loseBy loses the hold because following its node failed with err,
-// unless the hold ended meanwhile.
-func (h *hold) loseBy(err error) {
-	if h.ctx.Err() != nil {
-		return // released while we looked
-	}
+// lossBy returns the loss of h that following its node failed with.
+func lossBy(h *hold, err error) error {
 	switch {
 	case errors.Is(err, errNodeGone):
-		err = &wrapError{msg: msgPrefix + "lock lost: node " + h.c.relPath(h.node.path) + " deleted", errs: []error{ErrLockLost, errLossDeleted}}
+		return &wrapError{msg: msgPrefix + "lock lost: node " + h.c.relPath(h.node.path) + " deleted", errs: []error{ErrLockLost, errLossDeleted}}
 	case errors.Is(err, ErrClosed):
-		err = errLostClosed
-	default:
-		err = kindOf(ErrLockLost, err)
+		return errLostClosed
 	}
-	h.lose(err)
+	return kindOf(ErrLockLost, err)
 }
 
-// token returns the node's fencing token, waiting if its hold's monitor
+// token returns the node's fencing token, waiting if its holdWatch
 // has not learnt it yet (a node granted at once). what and path name the
 // operation in errors. An ended hold always reports its end, even when ctx
 // is the hold's own context and so ends with it.
@@ -630,19 +551,27 @@ func (h *hold) release(path string) error {
 // lose ends the hold with err, which wraps ErrLockLost, and frees what it
 // owns: a node that still exists must not block the queue.
 func (h *hold) lose(err error) {
+	if h.end(err) {
+		h.freed()
+	}
+}
+
+// end ends the hold with err, which wraps ErrLockLost, but leaves what it
+// owns to the caller to free. It reports false if the hold had ended.
+func (h *hold) end(err error) bool {
 	h.mu.Lock()
 	if h.ended {
 		h.mu.Unlock()
-		return
+		return false
 	}
 	h.lost = wrapf(err, "%s", h.name)
 	h.endLocked(h.lost)
 	report := h.reported
 	h.mu.Unlock()
 	if report {
-		h.reportEnd(h.lost) // logged there, at Warn
+		h.reportEnd(h.lost) // logged there
 	}
-	h.freed()
+	return true
 }
 
 // reportGranted reports the hold granted, as an event of its story, and
@@ -699,6 +628,9 @@ func (h *hold) endLocked(cause error) {
 	}
 	h.live.Add(-1)
 	if h.c != nil {
+		if h.node != nil {
+			h.c.holds.forget(h.node.path)
+		}
 		h.c.holding.Add(-1)
 		select {
 		case h.c.holdEnded <- struct{}{}:

@@ -26,8 +26,8 @@ var errNodeGone = errors.New("zklock: lock node vanished")
 // lockInternals is the engine under every lock recipe. It queues a
 // sequential node under basePath, decides with its Driver whether the node
 // holds the lock, and waits for the node it must watch. Its waiter is the
-// only place where an acquire waits; a hold's monitor and the background
-// deletes wait only for the session's own events.
+// only place where an acquire waits; the Client's holdWatch and the
+// background deletes wait only for the session's own events.
 type lockInternals struct {
 	c         *Client
 	basePath  string // full ZooKeeper path of the lock (namespace included)
@@ -69,7 +69,7 @@ type lockNode struct {
 	position int // nodes ahead at its first decision; written by the waiter before a grant
 
 	// Set by the first watchOwn, which then closes known: before a wait,
-	// or for a node granted at once, by its hold's monitor.
+	// or for a node granted at once, by its Client's holdWatch.
 	czxid int64           // fencing token
 	owner int64           // the node's ephemeral owner, as ZooKeeper reported it
 	own   <-chan zk.Event // data watch on the node itself
@@ -409,7 +409,7 @@ func (li *lockInternals) peek(ctx context.Context, req acquireReq) (bool, error)
 // decision, read after the Client's state was pre. n's own watch, which
 // tells of its deletion and of revocation requests, is set before
 // waiting; a revocable node sets it at once, and a node granted at once
-// leaves it to its hold's monitor.
+// leaves it to its Client's holdWatch.
 func (li *lockInternals) wait(ctx context.Context, n *lockNode, req acquireReq, listed []string, pre snapshot) (snapshot, error) {
 	if req.onRevoke != nil {
 		own, err := watchOwn(ctx, li.c, n, req.onRevoke)
@@ -515,6 +515,12 @@ func watchAlongside(ctx context.Context, c *Client, p string) <-chan watchResult
 	})
 }
 
+// watchResult is the outcome of setting a node's watch.
+type watchResult struct {
+	ch  <-chan zk.Event
+	err error
+}
+
 // alongside runs f on a goroutine of the Client, so that its request
 // travels with the caller's next one, and yields f's outcome; closed,
 // once the Client has begun to close and f cannot run.
@@ -559,6 +565,7 @@ func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func(string)
 		stat *zk.Stat
 		ch   <-chan zk.Event
 	}
+	c.holds.expect(n.path) // before the watch is set: none of its events is missed
 	g, err := retry(c, ctx, func() (got, error) {
 		d, s, ch, err := c.zc.GetW(n.path)
 		return got{d, s, ch}, err

@@ -161,6 +161,12 @@ func causeOf(err error) Cause {
 	return CauseOther
 }
 
+// summedUp reports whether the losses of cause are logged in one record
+// for many holds, rather than one each: Close's, and a connection change's.
+func summedUp(cause Cause) bool {
+	return cause == CauseClosed || cause == CauseSession || cause == CauseConnection
+}
+
 // The causes of a loss that carry no error of their own; each is joined
 // with ErrLockLost.
 var (
@@ -365,12 +371,14 @@ func (c *Client) emit(ev Event) {
 
 // logEvent logs ev through the Client's logger: a story's events at
 // Debug level, a loss at Warn, except a loss to the Client's Close, which
-// Close sums up in one record, and a MultiLock's, whose member's loss was
-// logged. A delete retried is logged where it happens. Nothing is
-// formatted unless the logger wants the level.
+// Close sums up in one record, a loss to a change of the connection,
+// which the Client sums up in one record per change (see holdWatch.lose),
+// and a MultiLock's, whose member's loss was logged. A delete retried is
+// logged where it happens. Nothing is formatted unless the logger wants
+// the level.
 func (c *Client) logEvent(ev Event) {
 	level := slog.LevelDebug
-	if ev.Kind == EventLost && ev.Cause != CauseClosed && ev.Recipe != RecipeMulti {
+	if ev.Kind == EventLost && ev.Recipe != RecipeMulti && !summedUp(ev.Cause) {
 		level = slog.LevelWarn
 	}
 	ctx := context.Background()

@@ -303,16 +303,36 @@ func (c *Client) stateChanged() <-chan struct{} {
 // holdLost reports why a hold taken at snapshot s no longer stands under
 // the Client's error policy, or nil if it still stands.
 func (c *Client) holdLost(s snapshot) error {
+	return c.sessionFacts().lost(s)
+}
+
+// sessionFacts are what decides whether a hold still stands: the
+// Client's state, session and counts of suspensions and losses, and its
+// error policy.
+type sessionFacts struct {
+	state    ConnectionState
+	session  int64
+	suspends uint64
+	losses   uint64
+	policy   ErrorPolicy
+}
+
+func (c *Client) sessionFacts() sessionFacts {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return sessionFacts{c.state, c.session, c.suspends, c.losses, c.opts.policy}
+}
+
+// lost reports why a hold taken at snapshot s no longer stands, or nil.
+func (f sessionFacts) lost(s snapshot) error {
 	switch {
 	case mutant("holdlost"): // test-only (zklock_mutant): a hold never learns that its session is gone
 		return nil
-	case c.state == StateClosed:
+	case f.state == StateClosed:
 		return errLostClosed
-	case c.losses != s.losses || c.session != s.session:
+	case f.losses != s.losses || f.session != s.session:
 		return kindOf(ErrLockLost, errLossSession)
-	case c.opts.policy == StandardPolicy && c.suspends != s.suspends:
+	case f.policy == StandardPolicy && f.suspends != s.suspends:
 		return kindOf(ErrLockLost, errLossSuspended)
 	}
 	return nil
@@ -376,7 +396,9 @@ func (c *Client) run() {
 	}
 	defer stopLost()
 	handle := func(ev zk.Event) {
+		c.holds.event(ev)
 		suspended := c.handle(ev)
+		c.holds.sweep()
 		if suspended && lostT == nil {
 			lostT = time.NewTimer(suspendedTrust(c.sessionTimeout()))
 			lostC = lostT.C
@@ -398,6 +420,7 @@ func (c *Client) run() {
 				// our nodes are gone, and nothing can be done any more.
 				c.transition(func() bool { return c.lose() })
 				c.closingOnce.Do(func() { close(c.closing) })
+				c.holds.sweep()
 				return
 			}
 			handle(ev)
@@ -410,6 +433,7 @@ func (c *Client) run() {
 				c.log.Warn("zklock: suspended for longer than the session may outlive; session lost")
 				return c.lose()
 			})
+			c.holds.sweep()
 		}
 	}
 }

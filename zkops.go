@@ -428,6 +428,7 @@ func (c *Client) deleteNode(p string) error {
 // in the background. A delete that goes on in the background is reported
 // as an event of st, a hold's story, or of none (st's zero value).
 func (c *Client) deleteNodeGone(p string, st story) (bool, error) {
+	c.holds.forget(p)
 	if c.ownsConn && c.usable() != nil {
 		c.log.Debug("zklock: closing: the node ends with the session", "path", p)
 		return false, nil
@@ -448,12 +449,19 @@ func (c *Client) deleteNodeGone(p string, st story) (bool, error) {
 			return false, err
 		}
 	}
-	c.log.Warn("zklock: delete continues in the background", "path", p, "err", err)
+	// The first of a burst at Warn, the others at Debug: a connection that
+	// drops under a thousand holds makes a thousand.
+	if c.bgDeletes.Add(1) == 1 {
+		c.log.Warn("zklock: delete continues in the background (those that follow it while it does are logged at Debug)", "path", p, "err", err)
+	} else {
+		c.log.Debug("zklock: delete continues in the background", "path", p, "err", err)
+	}
 	if st.c == nil {
 		st = story{c: c} // a node of no hold: no ID, recipe or path
 	}
 	st.emit(Event{Kind: EventDeleteRetried, Node: c.relPath(p), Err: err})
-	c.cleanup(func() {
+	c.background.add(func() {
+		defer c.bgDeletes.Add(-1)
 		c.untilDone(func() (bool, error) { return c.deleteOnce(p) })
 	})
 	return false, nil

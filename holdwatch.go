@@ -1,0 +1,275 @@
+package zklock
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// holdWatch follows the nodes of a Client's holds and ends a hold when it
+// is lost: its node deleted, its session lost, its connection suspended
+// (under StandardPolicy), or the Client closed. It keeps no goroutine per
+// hold. A Client made by Connect receives every event of its connection,
+// node events included, through go-zookeeper's event callback, which never
+// drops one and calls it before it fills the watch's own channel; run, the
+// goroutine that applies session events, routes them here by path, and
+// after every change of the connection's state sweeps the holds once. A
+// Client made by NewClient has no callback: each watch's channel is then
+// read by a goroutine of its own (follow), whose event comes here too.
+//
+// A node is known here from before its watch is first set (expect), so
+// that no event of that watch can come before its entry: a waiter's event
+// is kept for the hold that takes the node over (take). Nothing here waits
+// on the network: setting a watch again after a data change (a revocation
+// request) runs on a goroutine while it lasts, and the nodes of lost holds
+// are deleted by the Client's background queue.
+type holdWatch struct {
+	c      *Client
+	routed bool // node events come through the Client's callback
+
+	mu    sync.Mutex
+	nodes map[string]*watched // by full path; guarded by mu
+	swept sessionFacts        // the session facts of the last sweep; guarded by mu
+}
+
+// watched is one node of holdWatch: a waiter's, until its hold takes it.
+type watched struct {
+	h        *hold        // nil until the node's hold takes it over
+	snap     snapshot     // the session facts h depends on
+	onRevoke func(string) // h's revocation callback, or nil
+	fired    zk.EventType // an event that came before h: a deletion beats a data change; 0 for none
+	setting  bool         // the watch is being set again
+	again    bool         // and another data change came meanwhile
+}
+
+func newHoldWatch(c *Client, routed bool) *holdWatch {
+	return &holdWatch{c: c, routed: routed, nodes: make(map[string]*watched)}
+}
+
+// expect records p, an own node whose watch is about to be set, so that
+// the watch's events are kept. A data change seen before is forgotten: the
+// watch about to be set reads the node's data anew.
+func (w *holdWatch) expect(p string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.nodes[p]
+	switch {
+	case e == nil:
+		w.nodes[p] = &watched{}
+	case e.fired == zk.EventNodeDataChanged:
+		e.fired = 0
+	}
+}
+
+// forget drops p: its node is deleted, or its hold ended.
+func (w *holdWatch) forget(p string) {
+	w.mu.Lock()
+	delete(w.nodes, p)
+	w.mu.Unlock()
+}
+
+// len returns the number of nodes followed, for tests.
+func (w *holdWatch) len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.nodes)
+}
+
+// take makes h, just granted, the owner of its node's entry, under the
+// session facts snap. It applies what happened before: an event kept for
+// the node, a change of the session facts since snap, a watch not set yet
+// (a node granted at once). It reports false, leaving h alone, once the
+// Client has begun to close.
+func (w *holdWatch) take(h *hold, snap snapshot, onRevoke func(string)) bool {
+	if w.c.usable() != nil {
+		return false
+	}
+	n := h.node
+	known := n.isKnown()
+	w.mu.Lock()
+	e := w.nodes[n.path]
+	if e == nil {
+		e = &watched{}
+		w.nodes[n.path] = e
+	}
+	e.h, e.snap, e.onRevoke = h, snap, onRevoke
+	fired := e.fired
+	e.fired = 0
+	set := !known || fired == zk.EventNodeDataChanged
+	e.setting = set
+	w.mu.Unlock()
+	if known && !w.routed {
+		w.follow(n.own) // the waiter's watch
+	}
+	// After the entry: a sweep that began before it saw facts that this
+	// reads too, or later ones.
+	if err := w.c.holdLost(snap); err != nil {
+		w.lose([]lostHold{{h, err}})
+		return true
+	}
+	switch {
+	case fired == zk.EventNodeDeleted:
+		w.lose([]lostHold{{h, nodeGoneLoss(h)}})
+	case set:
+		w.setWatch(e, h)
+	}
+	return true
+}
+
+// event applies a node event of the Client's connection, or, without the
+// callback, of a watch's channel.
+func (w *holdWatch) event(ev zk.Event) {
+	var err error
+	switch {
+	case ev.Type == zk.EventNodeDeleted:
+		err = errNodeGone
+	case ev.Type == zk.EventNodeDataChanged:
+	case ev.Type == zk.EventNotWatching && !w.routed:
+		// The session's expiry or the connection's close, which a Client of
+		// NewClient may not hear of otherwise (its events channel is lossy).
+		err = ownEventErr(ev)
+	default:
+		return
+	}
+	w.mu.Lock()
+	e := w.nodes[ev.Path]
+	switch {
+	case e == nil:
+		w.mu.Unlock()
+		return
+	case e.h == nil:
+		if e.fired != zk.EventNodeDeleted && ev.Type != zk.EventNotWatching {
+			e.fired = ev.Type
+		}
+		w.mu.Unlock()
+		return
+	case err != nil:
+		h := e.h
+		w.mu.Unlock()
+		w.lose([]lostHold{{h, lossBy(h, err)}})
+		return
+	case e.setting:
+		e.again = true
+		w.mu.Unlock()
+		return
+	}
+	e.setting = true
+	h := e.h
+	w.mu.Unlock()
+	w.setWatch(e, h)
+}
+
+// setWatch sets e's watch (again), for h, on a goroutine that lasts as
+// long as it takes: a connection loss meanwhile waits for the session's
+// connection to come back, and whether that loss ends the hold is the
+// sweep's call. The first time, it learns the node's fencing token.
+func (w *holdWatch) setWatch(e *watched, h *hold) {
+	c := h.c
+	ok := c.goFunc(func() {
+		for {
+			ch, err := watchOwn(h.ctx, c, h.node, e.onRevoke)
+			if retryable(err) {
+				err = c.awaitConnected(h.ctx, h.node.session, 0)
+				if errors.Is(err, errSessionChanged) {
+					err = errNodeGone
+				}
+				if err == nil {
+					continue
+				}
+			}
+			if err != nil {
+				if h.ctx.Err() == nil { // not ended meanwhile
+					w.lose([]lostHold{{h, lossBy(h, err)}})
+				}
+				return
+			}
+			if !w.routed {
+				w.follow(ch)
+			}
+			w.mu.Lock()
+			again := e.again
+			e.again, e.setting = false, again
+			w.mu.Unlock()
+			if !again {
+				return
+			}
+		}
+	})
+	if !ok {
+		w.lose([]lostHold{{h, errLostClosed}})
+	}
+}
+
+// follow reads a watch's channel, for a Client without the callback.
+func (w *holdWatch) follow(ch <-chan zk.Event) {
+	w.c.goFunc(func() {
+		select {
+		case ev, ok := <-ch:
+			if ok {
+				w.event(ev)
+			}
+		case <-w.c.closing:
+		}
+	})
+}
+
+// sweep ends the holds that a change of the session facts has lost, after
+// a transition, once per change. Close sweeps last, with the Client
+// closed: every hold still standing is lost.
+func (w *holdWatch) sweep() {
+	now := w.c.sessionFacts()
+	w.mu.Lock()
+	if now == w.swept {
+		w.mu.Unlock()
+		return
+	}
+	w.swept = now
+	var lost []lostHold
+	for _, e := range w.nodes {
+		if e.h == nil {
+			continue
+		}
+		if err := now.lost(e.snap); err != nil {
+			lost = append(lost, lostHold{e.h, err})
+		}
+	}
+	w.mu.Unlock()
+	w.lose(lost)
+}
+
+// lostHold is a hold to end, and why.
+type lostHold struct {
+	h   *hold
+	err error
+}
+
+// lose ends each hold with its loss, at once, and leaves the deletes of
+// their nodes to the Client's background queue, so that neither the
+// goroutine that applies events nor a sweep of many holds waits on the
+// network. Losses to a change of connection are logged in one record,
+// not one per hold.
+func (w *holdWatch) lose(lost []lostHold) {
+	var byCause map[Cause]int
+	for _, l := range lost {
+		if !l.h.end(l.err) {
+			continue
+		}
+		if cause := causeOf(l.err); summedUp(cause) && cause != CauseClosed { // Close sums up its own
+			if byCause == nil {
+				byCause = make(map[Cause]int)
+			}
+			byCause[cause]++
+		}
+		h := l.h
+		w.c.background.add(func() { h.freed() })
+	}
+	for cause, n := range byCause {
+		w.c.log.Warn("zklock: holds lost", "holds", n, "cause", cause.String())
+	}
+}
+
+// nodeGoneLoss is the loss of h whose node was deleted.
+func nodeGoneLoss(h *hold) error {
+	return lossBy(h, errNodeGone)
+}

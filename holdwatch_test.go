@@ -1,0 +1,279 @@
+package zklock_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/zklock/zklock"
+	kit "github.com/zklock/zklock/zktest"
+)
+
+// manyLocks is how many distinct locks one Client holds at once in the
+// tests below: the scale at which a goroutine or a log record per hold
+// shows.
+const manyLocks = 10000
+
+// holdMany takes n distinct locks on c (under e's root, in dir), from 64
+// goroutines, and returns their Holds and Mutexes, in lock order. The
+// locks' parents are made first, as a service that takes a lock per job
+// finds them after the first time.
+func holdMany(t *testing.T, e *env, c *zklock.Client, dir string, n int) ([]*zklock.Hold, []*zklock.Mutex) {
+	t.Helper()
+	e.create(e.root + "/" + dir)
+	paths := make([]string, n)
+	var ops []any
+	for i := range n {
+		paths[i] = fmt.Sprintf("/%s/lock-%d", dir, i)
+		ops = append(ops, &zk.CreateRequest{Path: e.root + paths[i], Acl: zk.WorldACL(zk.PermAll)})
+		if len(ops) == 500 || i == n-1 {
+			_, err := e.admin.Multi(ops...)
+			require.NoError(t, err)
+			ops = nil
+		}
+	}
+	holds, mutexes := make([]*zklock.Hold, n), make([]*zklock.Mutex, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				m, err := zklock.NewMutex(c, paths[i])
+				if err == nil {
+					mutexes[i] = m
+					holds[i], err = m.Lock(context.Background())
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	require.NoError(t, <-errs)
+	for _, hd := range holds { // each hold's watch is set: its token is known
+		_, err := hd.Token()
+		require.NoError(t, err)
+	}
+	return holds, mutexes
+}
+
+// releaseAll releases every hold that still stands.
+func releaseAll(holds []*zklock.Hold) {
+	for _, hd := range holds {
+		if hd.Err() == nil {
+			_ = hd.Release()
+		}
+	}
+}
+
+// standing counts the holds that stand.
+func standing(holds []*zklock.Hold) int {
+	n := 0
+	for _, hd := range holds {
+		if hd.Err() == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// requestCounter counts the requests a Client sends, by kind.
+type requestCounter struct {
+	zklock.ZKConn
+	n atomic.Int64
+}
+
+func (r *requestCounter) Get(p string) ([]byte, *zk.Stat, error) {
+	r.n.Add(1)
+	return r.ZKConn.Get(p)
+}
+
+func (r *requestCounter) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	r.n.Add(1)
+	return r.ZKConn.GetW(p)
+}
+
+func (r *requestCounter) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	r.n.Add(1)
+	return r.ZKConn.ExistsW(p)
+}
+
+func (r *requestCounter) Exists(p string) (bool, *zk.Stat, error) {
+	r.n.Add(1)
+	return r.ZKConn.Exists(p)
+}
+
+func (r *requestCounter) Children(p string) ([]string, *zk.Stat, error) {
+	r.n.Add(1)
+	return r.ZKConn.Children(p)
+}
+
+func (r *requestCounter) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	r.n.Add(1)
+	return r.ZKConn.ChildrenW(p)
+}
+
+func (r *requestCounter) Create(p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	r.n.Add(1)
+	return r.ZKConn.Create(p, data, flags, acl)
+}
+
+func (r *requestCounter) Delete(p string, version int32) error {
+	r.n.Add(1)
+	return r.ZKConn.Delete(p, version)
+}
+
+func (r *requestCounter) CreateContainer(p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	r.n.Add(1)
+	return r.ZKConn.CreateContainer(p, data, flags, acl)
+}
+
+func (r *requestCounter) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	r.n.Add(1)
+	return r.ZKConn.Multi(ops...)
+}
+
+func (r *requestCounter) Sync(p string) (string, error) {
+	r.n.Add(1)
+	return r.ZKConn.Sync(p)
+}
+
+// countingClient connects a Client whose requests rc counts.
+func countingClient(e *env, opts ...zklock.Option) (*zklock.Client, *requestCounter) {
+	rc := &requestCounter{}
+	c := e.client(append(opts, zklock.WithConnWrapper(func(real zklock.ZKConn) zklock.ZKConn {
+		rc.ZKConn = real
+		return rc
+	}))...)
+	return c, rc
+}
+
+// A Client keeps no goroutine per hold: 10,000 distinct locks held at
+// once add a handful of goroutines, not 10,000, and following them sends
+// no request. The Client forgets each node when its hold ends. (Not
+// parallel: it counts the process's goroutines.)
+func TestIntegration_ManyHoldsNoGoroutineEach(t *testing.T) {
+	e := setup(t)
+	c, rc := countingClient(e)
+	before := runtime.NumGoroutine()
+	holds, _ := holdMany(t, e, c, "many", manyLocks)
+	added := runtime.NumGoroutine() - before
+	t.Logf("%d holds: %d goroutines more, %.2f requests per hold", manyLocks, added, float64(rc.n.Load())/manyLocks)
+	assert.Less(t, added, 50, "no goroutine per hold")
+	assert.Equal(t, manyLocks, zklock.FollowedNodes(c))
+	sent := rc.n.Load()
+	require.NoError(t, c.Ping(context.Background())) // a round trip: anything queued before it has been sent
+	assert.Equal(t, sent+1, rc.n.Load(), "holding sends nothing")
+	releaseAll(holds)
+	assert.Zero(t, zklock.FollowedNodes(c), "every node forgotten once its hold ended")
+	assert.Zero(t, standing(holds))
+}
+
+// One hold among 10,000 on one Client learns of its loss: its node
+// deleted (by an operator, say), or a revocation request written to it.
+// No other hold is touched.
+func TestIntegration_ManyHoldsOneLost(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	holds, mutexes := holdMany(t, e, c, "one", manyLocks)
+	defer releaseAll(holds)
+
+	revoked := make(chan *zklock.Mutex, 1)
+	const asked = manyLocks / 3
+	mutexes[asked].MakeRevocable(func(m *zklock.Mutex) { revoked <- m }) // for its next hold
+	require.NoError(t, holds[asked].Release())
+	var err error
+	holds[asked], err = mutexes[asked].Lock(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, zklock.Revoke(context.Background(), c, mutexes[asked].LockPath(holds[asked].Context())))
+	assert.Same(t, mutexes[asked], await(t, revoked, 10*time.Second), "the revocation request reached its holder")
+
+	const deleted = manyLocks / 2
+	require.NoError(t, e.admin.Delete(mutexes[deleted].LockPath(holds[deleted].Context()), -1))
+	waitDone(t, holds[deleted].Context(), 10*time.Second)
+	require.ErrorIs(t, holds[deleted].Err(), zklock.ErrLockLost)
+	assert.Contains(t, holds[deleted].Err().Error(), "deleted")
+	assert.Equal(t, manyLocks-1, standing(holds), "the other holds stand, the revoked one too (its owner decides)")
+}
+
+// A connection event that ends 10,000 holds ends every one promptly, and
+// the Client logs it in one record per cause, not one per hold: under
+// StandardPolicy a suspension; under either policy a lost session. Under
+// SessionPolicy a short cut loses nothing, and the reconnect sends no
+// request: go-zookeeper sets the watches again in a few batches.
+func TestIntegration_ManyHoldsConnectionEvent(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		policy zklock.ErrorPolicy
+		fault  func(t *testing.T, l *kit.Link)
+		cause  string // "" for none lost
+	}{
+		{"suspended/standard", zklock.StandardPolicy, func(_ *testing.T, l *kit.Link) {
+			l.Cut()
+		}, "connection"},
+		{"session-lost/session", zklock.SessionPolicy, func(t *testing.T, l *kit.Link) {
+			require.NoError(t, l.ExpireSession(context.Background()))
+		}, "session"},
+		{"cut/session", zklock.SessionPolicy, func(_ *testing.T, l *kit.Link) {
+			l.Cut()
+		}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			link := e.link()
+			rec := newLogRecorder(slog.LevelWarn)
+			c, rc := countingClient(e, zklock.WithErrorPolicy(tc.policy), zklock.WithLogger(slog.New(rec)),
+				zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+			holds, _ := holdMany(t, e, c, "conn", manyLocks/2)
+			defer releaseAll(holds)
+			sent := rc.n.Load()
+			tc.fault(t, link)
+			waitState(t, c, 15*time.Second, zklock.StateReconnected)
+			if tc.cause == "" {
+				require.NoError(t, c.Ping(context.Background()))
+				assert.Equal(t, manyLocks/2, standing(holds), "a short cut loses nothing under SessionPolicy")
+				assert.Equal(t, sent+1, rc.n.Load(), "the reconnect sends no request but the Ping")
+				return
+			}
+			for _, hd := range holds {
+				waitDone(t, hd.Context(), 10*time.Second)
+				require.ErrorIs(t, hd.Err(), zklock.ErrLockLost)
+			}
+			attrs, level := rec.await(t, "zklock: holds lost", 5*time.Second)
+			assert.Equal(t, slog.LevelWarn, level)
+			assert.Equal(t, fmt.Sprint(manyLocks/2), attrs["holds"])
+			assert.Equal(t, tc.cause, attrs["cause"])
+			warns := 0
+			for _, m := range rec.messages() {
+				if m != "zklock: connection state" {
+					warns++
+				}
+			}
+			assert.Less(t, warns, 5, "one record for the loss, not one per hold: %v", firstMessages(rec, 10))
+		})
+	}
+}
+
+// firstMessages returns the first n messages rec kept.
+func firstMessages(rec *logRecorder, n int) []string {
+	m := rec.messages()
+	return m[:min(n, len(m))]
+}
