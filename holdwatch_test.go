@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/zktest"
 	kit "github.com/zklock/zklock/zktest"
 )
 
@@ -32,8 +33,8 @@ func holdMany(t *testing.T, e *env, c *zklock.Client, dir string, n int) ([]*zkl
 	paths := make([]string, n)
 	var ops []any
 	for i := range n {
-		paths[i] = fmt.Sprintf("/%s/lock-%d", dir, i)
-		ops = append(ops, &zk.CreateRequest{Path: e.root + paths[i], Acl: zk.WorldACL(zk.PermAll)})
+		paths[i] = fmt.Sprintf("%s/%s/lock-%d", e.root, dir, i)
+		ops = append(ops, &zk.CreateRequest{Path: paths[i], Acl: zk.WorldACL(zk.PermAll)})
 		if len(ops) == 500 || i == n-1 {
 			_, err := e.admin.Multi(ops...)
 			require.NoError(t, err)
@@ -257,6 +258,9 @@ func TestIntegration_ManyHoldsConnectionEvent(t *testing.T) {
 				waitDone(t, hd.Context(), 10*time.Second)
 				require.ErrorIs(t, hd.Err(), zklock.ErrLockLost)
 			}
+			start := time.Now()
+			zktest.WaitNoEphemerals(t, e.admin, e.root, 10*time.Second) // their nodes are deleted, the session alive
+			t.Logf("nodes of %d lost holds gone %v after the last loss", manyLocks/2, time.Since(start).Round(time.Millisecond))
 			attrs, level := rec.await(t, "zklock: holds lost", 5*time.Second)
 			assert.Equal(t, slog.LevelWarn, level)
 			assert.Equal(t, fmt.Sprint(manyLocks/2), attrs["holds"])
