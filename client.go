@@ -233,7 +233,10 @@ func bracketedIPv6(a string) (string, bool) {
 // Client, deletes its lock nodes, and leaves conn open.
 //
 // go-zookeeper does not expose the negotiated session timeout, so a wrapped
-// Client assumes the one set with WithSessionTimeout (default 30s). Invalid
+// Client assumes the one set with WithSessionTimeout (default 30s). Nor
+// does it let a wrapped connection's node events reach the Client as they
+// reach one made by Connect, so a wrapped Client follows each hold's node
+// with a goroutine of its own; Connect's keeps none per hold. Invalid
 // options, or a nil conn or events, make every recipe constructor return
 // ErrInvalidArgument.
 func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) *Client {
