@@ -80,6 +80,7 @@ demo: deps
 #   make bench ROUNDS=5         rounds (3; QUICK: 2)
 #   make bench BENCHFLAGS='-workloads handoff -libs zklock,curator -server-jvm test'
 #   make bench BENCHFLAGS='-workloads failover'   leader failover only: Election against LeaderLatch
+#   make bench BENCHFLAGS='-workloads manylocks'  many locks held at once by one session (N = 1000, 10000, 100000)
 REGIME ?= both
 ROUNDS ?=
 DELAY  ?= 1ms

@@ -27,13 +27,14 @@ const (
 	wSemaphore   = "semaphore"
 	wRWRead      = "rwread"
 	wFailover    = "failover"
+	wManyLocks   = "manylocks"
 	wRoundTrips  = "roundtrips"
 	wMemory      = "memory"
 )
 
 // allWorkloads lists every workload name, in the order they run.
 func allWorkloads() []string {
-	return []string{wFloor, wUncontended, wContended, wHandoff, wSemaphore, wRWRead, wFailover, wRoundTrips, wMemory}
+	return []string{wFloor, wUncontended, wContended, wHandoff, wSemaphore, wRWRead, wFailover, wManyLocks, wRoundTrips, wMemory}
 }
 
 // How a failover's leader steps down (spec.Mode).
@@ -68,11 +69,17 @@ type sizes struct {
 	LatFailover  []int         // failover: P (latency)
 	Failovers    int           // failover: timed failovers per run
 	WarmFailover int           // failover: unmeasured failovers before the timed ones
+	ManyLocks    []int         // manylocks: N, the distinct locks one session takes (loopback)
+	LatManyLocks []int         // manylocks: N (latency)
+	ManyG        []int         // manylocks: G, the goroutines sharing the N acquires (1: one after another)
+	ManySeqMax   int           // manylocks: G=1 runs only up to this N (0: no bound); set by forRegime
+	LatManySeq   int           // manylocks, latency: ManySeqMax there (0: no bound)
 	RTPairs      int           // round trips: uncontended pairs counted
 	RTHandoff    []int         // round trips: handoff W counted
 	RTLoop       time.Duration // round trips: how long contended, semaphore and rwread are counted
 	RTFailover   []int         // round trips: failover P counted
 	RTFailovers  int           // round trips: failovers counted per run
+	RTManyLocks  int           // round trips: manylocks N counted (G=1; 0: none)
 	MemWaiters   int           // memory: W
 	MemSessions  int           // memory: sessions sharing the W waiters
 	SessionLimit time.Duration // session timeout of every session
@@ -86,7 +93,8 @@ func referenceSizes() sizes {
 		Contended: []int{4, 16}, Sessions: 16, Leases: 4, Duration: 10 * time.Second,
 		Handoff: []int{1, 2, 10, 1000, 2000}, LatHandoff: []int{1, 2, 10}, HandoffMin: 20,
 		Failover: []int{3, 100}, LatFailover: []int{3, 100}, Failovers: 20, WarmFailover: 20,
-		RTPairs: 200, RTHandoff: []int{1, 10, 100, 2000}, RTLoop: 2 * time.Second, RTFailover: []int{3}, RTFailovers: 5,
+		ManyLocks: []int{1000, 10000, 100000}, LatManyLocks: []int{1000, 10000, 100000}, ManyG: []int{1, 64}, LatManySeq: 10000,
+		RTPairs: 200, RTHandoff: []int{1, 10, 100, 2000}, RTLoop: 2 * time.Second, RTFailover: []int{3}, RTFailovers: 5, RTManyLocks: 200,
 		MemWaiters: 2000, MemSessions: 50,
 		SessionLimit: 30 * time.Second,
 	}
@@ -100,15 +108,18 @@ func quickSizes() sizes {
 	s.Contended, s.Duration = []int{16}, time.Second
 	s.Handoff, s.LatHandoff, s.HandoffMin = []int{1, 10}, []int{1}, 5
 	s.Failover, s.LatFailover, s.Failovers, s.WarmFailover = []int{3}, []int{3}, 5, 5
-	s.RTPairs, s.RTHandoff, s.RTLoop, s.RTFailovers = 50, []int{1}, 300*time.Millisecond, 2
+	s.ManyLocks, s.LatManyLocks = []int{1000}, []int{200}
+	s.RTPairs, s.RTHandoff, s.RTLoop, s.RTFailovers, s.RTManyLocks = 50, []int{1}, 300*time.Millisecond, 2, 50
 	s.MemWaiters, s.MemSessions = 400, 20
 	return s
 }
 
 // forRegime returns the sizes that apply in regime rg.
 func (s sizes) forRegime(rg regime) sizes {
+	s.ManySeqMax = 0
 	if rg.Delay > 0 {
 		s.Floor, s.Uncontended, s.Handoff, s.Failover = s.LatPairs, s.LatPairs, s.LatHandoff, s.LatFailover
+		s.ManyLocks, s.ManySeqMax = s.LatManyLocks, s.LatManySeq
 	}
 	return s
 }
@@ -169,7 +180,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	var workloads, libs, handoff, failover, regimes string
+	var workloads, libs, handoff, failover, many, manyG, regimes string
 	var dur, delay time.Duration
 	fs.BoolVar(&c.Quick, "quick", false, "shrink every workload so the whole run takes a minute or two")
 	fs.BoolVar(&c.Tmpfs, "tmpfs", false, "keep ZooKeeper's dataDir on tmpfs (/dev/shm) instead of disk")
@@ -186,6 +197,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&handoff, "handoff", "", "comma-separated handoff sizes W, both regimes (default: by mode and regime)")
 	fs.StringVar(&failover, "failover", "", "comma-separated failover sizes P (participants), both regimes (default: by mode)")
 	fs.DurationVar(&dur, "duration", 0, "duration S of the timed workloads (default: by mode)")
+	fs.StringVar(&many, "manylocks", "", "comma-separated manylocks sizes N (distinct locks held at once), both regimes (default: by mode and regime)")
+	fs.StringVar(&manyG, "manylocks-g", "", "comma-separated manylocks concurrency G (goroutines or threads sharing the N acquires; 1: one after another) (default: 1,64)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./internal/bench [flags]\n\nRuns BENCHMARKS.md's workloads for zklock, Curator and zk.Lock.\n\n")
 		fs.PrintDefaults()
@@ -199,7 +212,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := c.setRegimes(regimes, delay); err != nil {
 		return config{}, err
 	}
-	return c.finish(workloads, libs, handoff, failover, dur)
+	c, err := c.finish(workloads, libs, handoff, failover, dur)
+	if err != nil {
+		return c, err
+	}
+	return c.setManyLocks(many, manyG)
 }
 
 // setRegimes validates -regime, -delay, -rounds and -server-jvm.
@@ -271,6 +288,25 @@ func (c config) finish(workloads, libs, handoff, failover string, dur time.Durat
 			return c, errors.New("-failover: a failover needs at least 2 participants")
 		}
 		c.Sizes.LatFailover = c.Sizes.Failover
+	}
+	return c, nil
+}
+
+// setManyLocks applies -manylocks and -manylocks-g. Sizes given by flag
+// run in both regimes as given: the latency regime's bound on sequential
+// runs applies to the default sizes only.
+func (c config) setManyLocks(many, manyG string) (config, error) {
+	var err error
+	if many != "" {
+		if c.Sizes.ManyLocks, err = parseInts(many); err != nil {
+			return c, fmt.Errorf("-manylocks: %w", err)
+		}
+		c.Sizes.LatManyLocks, c.Sizes.LatManySeq = c.Sizes.ManyLocks, 0
+	}
+	if manyG != "" {
+		if c.Sizes.ManyG, err = parseInts(manyG); err != nil {
+			return c, fmt.Errorf("-manylocks-g: %w", err)
+		}
 	}
 	return c, nil
 }

@@ -84,6 +84,8 @@ func (c *curatorLib) args(sp spec, ep endpoints, limit time.Duration) []string {
 		return append(args, itoa(sp.N), sp.Mode, itoa(sp.Warmup), itoa(sp.WarmReps), itoa(sp.reps()))
 	case wSemaphore:
 		return append(args, itoa(sp.C), itoa(sp.Leases), ms, itoa(sp.Warmup))
+	case wManyLocks:
+		return append(args, itoa(sp.N), itoa(sp.goroutines()), itoa(sp.Warmup))
 	}
 	return append(args, itoa(sp.C), ms, itoa(sp.Warmup))
 }

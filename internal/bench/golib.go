@@ -21,18 +21,18 @@ type goLib struct {
 	sessionTimeout time.Duration
 }
 
-// newZklockLib returns zklock: Mutex, Semaphore, ReadWriteLock's read side,
-// Election.
+// newZklockLib returns zklock: Mutex (one per lock of many locks too),
+// Semaphore, ReadWriteLock's read side, Election.
 func newZklockLib(sessionTimeout time.Duration) *goLib {
 	return &goLib{lib: libZklock, open: openZklock, sessionTimeout: sessionTimeout,
-		workloads: []string{wUncontended, wContended, wHandoff, wSemaphore, wRWRead, wFailover}}
+		workloads: []string{wUncontended, wContended, wHandoff, wSemaphore, wRWRead, wFailover, wManyLocks}}
 }
 
-// newZKLib returns go-zookeeper: zk.Lock for the mutex workloads, raw
-// create and delete for the floor.
+// newZKLib returns go-zookeeper: zk.Lock for the mutex workloads (one per
+// lock of many locks too), raw create and delete for the floor.
 func newZKLib(sessionTimeout time.Duration) *goLib {
 	return &goLib{lib: libZK, open: openZK, sessionTimeout: sessionTimeout,
-		workloads: []string{wFloor, wUncontended, wContended, wHandoff}}
+		workloads: []string{wFloor, wUncontended, wContended, wHandoff, wManyLocks}}
 }
 
 // name implements library.
@@ -56,6 +56,8 @@ func (g *goLib) run(ctx context.Context, sp spec, ep endpoints, ph phaser) (r ra
 		r, err = g.handoff(ctx, sp, ep, ph, set)
 	case wFailover:
 		r, err = g.failover(ctx, sp, ep, ph, set)
+	case wManyLocks:
+		r, err = g.manyLocks(ctx, sp, ep, ph, set)
 	default:
 		r, err = g.loop(ctx, sp, ep, ph, set)
 	}

@@ -1,6 +1,7 @@
 // Command bench measures zklock against Apache Curator 5.4 and
 // go-zookeeper's zk.Lock on the workloads of BENCHMARKS.md (the locks, and
-// a leader's failover: Election against LeaderLatch), side by side
+// a leader's failover: Election against LeaderLatch) and on many locks
+// held at once by one session (issue 27), side by side
 // against one real ZooKeeper server that it starts itself (through
 // internal/zktest) with Java's defaults and a 1 GB heap. It warms the
 // server with every library, runs every workload for several rounds with
@@ -11,7 +12,7 @@
 //
 //	go run ./internal/bench [-quick] [-tmpfs] [-regime loopback|latency|both]
 //		[-delay 1ms] [-rounds 3] [-server-jvm default|test] [-workloads ...] [-libs ...]
-//		[-handoff W,...] [-failover P,...]
+//		[-handoff W,...] [-failover P,...] [-manylocks N,...] [-manylocks-g G,...]
 //
 // See README.md in this directory.
 package main

@@ -25,6 +25,7 @@ type snapshot struct {
 	Counts   []opCounts    // counting pass: one per proxy
 	Down     []int64       // counting pass: bytes from the server, one per proxy
 	CPU      time.Duration // the server's CPU time so far; -1 if unknown
+	Watches  int           // manylocks: the watches the server holds (wchs); -1 if not read
 }
 
 // recorder answers one run's phases: at phaseQueued it waits until the
@@ -35,6 +36,7 @@ type recorder struct {
 	path    string // the lock path
 	want    int    // handoff, failover: nodes to wait for at phaseQueued
 	srvr    bool   // read the server's counters
+	watches bool   // manylocks: read the server's watch count at phaseReady and phaseHeld
 	proxies []*countingProxy
 	quiet   time.Duration // with proxies: how long no request must pass before a snapshot
 	snaps   map[string]snapshot
@@ -50,6 +52,8 @@ func newRecorder(e *env, sp spec) *recorder {
 		rec.want = sp.N + 1
 	case wFailover:
 		rec.want = sp.N
+	case wManyLocks:
+		rec.watches = true
 	}
 	return rec
 }
@@ -66,7 +70,14 @@ func (r *recorder) phase(ctx context.Context, name string) error {
 			return err
 		}
 	}
-	s := snapshot{At: time.Now()}
+	s := snapshot{At: time.Now(), Watches: -1}
+	if r.watches && (name == phaseReady || name == phaseHeld) {
+		// A server too busy to answer leaves the figure out; it does not
+		// fail the run.
+		if n, err := r.env.watches(ctx); err == nil {
+			s.Watches = n
+		}
+	}
 	if r.srvr {
 		s.Nudges = r.env.nudge.sent()
 		s.Received, s.Sent, s.SrvrErr = r.env.srvr(ctx)
@@ -114,8 +125,22 @@ func waitQuiet(ctx context.Context, proxies []*countingProxy, quiet time.Duratio
 
 // intervals returns the snapshots at the start and end of each measured
 // stretch: one from phaseReady to phaseMeasured, or for a handoff or a
-// failover one per repetition, from phaseQueued to phaseDrained.
+// failover one per repetition, from phaseQueued to phaseDrained, or for
+// many locks two: the acquire-all (phaseReady to phaseHeld) and the
+// release-all (phaseRelease to phaseMeasured).
 func (r *recorder) intervals(workload string) [][2]snapshot {
+	if workload == wManyLocks {
+		var out [][2]snapshot
+		for _, iv := range [][2]string{{phaseReady, phaseHeld}, {phaseRelease, phaseMeasured}} {
+			from, ok1 := r.snaps[iv[0]]
+			to, ok2 := r.snaps[iv[1]]
+			if !ok1 || !ok2 {
+				return nil
+			}
+			out = append(out, [2]snapshot{from, to})
+		}
+		return out
+	}
 	if stretched(workload) {
 		var out [][2]snapshot
 		for i := range min(len(r.starts), len(r.ends)) {

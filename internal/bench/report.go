@@ -9,10 +9,12 @@ import (
 
 // metric is one row of a workload in the main table.
 type metric struct {
-	name  string
-	value func(f *figures) *float64 // a number, for ratios
-	text  func(f *figures) string   // or a text
-	floor bool                      // also compare zklock with the floor
+	name   string
+	value  func(f *figures) *float64 // a number, for ratios
+	text   func(f *figures) string   // or a text
+	floor  bool                      // also compare zklock with the floor
+	plain  bool                      // a number shown without ratios
+	approx func(f *figures) bool     // marks a library's approximate figure with "~"
 }
 
 // metrics returns the rows shown for workload w.
@@ -47,8 +49,25 @@ func metrics(w string) []metric {
 		return []metric{{name: "p50 ms/failover", value: p50Of}, {name: "p99 ms/failover", value: func(f *figures) *float64 { return f.P99Ms }}}
 	case wRWRead:
 		return []metric{rate("acq/s"), spread}
+	case wManyLocks:
+		return manyMetrics()
 	}
 	return []metric{rate("acq/s"), spread, viol}
+}
+
+// manyMetrics are the rows of a many-locks run: the acquire-all's rate,
+// the release-all's time and rate, and what a hold costs.
+func manyMetrics() []metric {
+	approx := func(f *figures) bool { return f.HeapApprox }
+	return []metric{
+		{name: "acquisitions/s", value: rateOf},
+		{name: "release-all ms", value: func(f *figures) *float64 { return f.ReleaseMs }, plain: true},
+		{name: "releases/s", value: releaseRateOf},
+		{name: "heap bytes/hold", value: heapOf, plain: true, approx: approx},
+		{name: "stack bytes/hold", value: func(f *figures) *float64 { return f.StackPerHold }, plain: true},
+		{name: "goroutines/hold (Java: threads)", value: tasksOf, plain: true},
+		{name: "server watches/hold", value: func(f *figures) *float64 { return f.WatchesPerHold }, plain: true},
+	}
 }
 
 // print writes the report's tables to w.
@@ -102,6 +121,16 @@ func (rep *report) printHeader(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
+// hasMany reports whether regime rg has many-locks results.
+func (rep *report) hasMany(rg string) bool {
+	for _, r := range rep.Results {
+		if r.Regime == rg && r.Round >= 0 && r.Workload == wManyLocks {
+			return true
+		}
+	}
+	return false
+}
+
 // regimeNames lists the regimes that have results, in the order they ran.
 func (rep *report) regimeNames() []string {
 	var out []string
@@ -145,6 +174,13 @@ func (rep *report) printMain(w io.Writer, rg string) {
 	fmt.Fprintln(w, "measured part (10ms clock ticks), per op, and as a share of one CPU (busy). srvr: the")
 	fmt.Fprintln(w, "server's Received/Sent packet counters over the measured part, per operation; requests/op:")
 	fmt.Fprintln(w, "what the clients sent, counted by the proxies.")
+	if rep.hasMany(rg) {
+		fmt.Fprintln(w, "manylocks N G=g: one session takes N distinct locks (parents created beforehand) from g")
+		fmt.Fprintln(w, "goroutines (Java: threads), holds them all, releases them all; srvr, CPU per lock (acquire and")
+		fmt.Fprintln(w, "release); per hold: the process's growth from before the lock objects were made until all")
+		fmt.Fprintln(w, "were held, after a GC, / N (~: Java's totalMemory-freeMemory after System.gc(), approximate),")
+		fmt.Fprintln(w, "and the server's watch count's.")
+	}
 	t := &table{left: 2}
 	t.add("workload", "figure", "zklock", "Curator", "go-zk", "zklock/Curator", "zklock/go-zk", "zklock/floor")
 	t.rule()
@@ -178,7 +214,7 @@ func (rep *report) addWorkload(t *table, rg, label string, floor map[int]float64
 			cell, vals[j] = rep.cell(rep.runs(rg, label, l), m)
 			row = append(row, cell)
 		}
-		if m.value != nil {
+		if m.value != nil && !m.plain {
 			row = append(row, ratioCell(vals[0], vals[1]), ratioCell(vals[0], vals[2]))
 			if m.floor {
 				row = append(row, ratioCell(vals[0], floor))
@@ -186,7 +222,7 @@ func (rep *report) addWorkload(t *table, rg, label string, floor map[int]float64
 		}
 		t.add(row...)
 	}
-	rep.addPerOp(t, rg, label, libs)
+	rep.addPerOp(t, rg, label, workload, libs)
 }
 
 // cell formats one library's figure for m over its rounds, and returns
@@ -199,7 +235,7 @@ func (rep *report) cell(rs []*result, m metric) (string, map[int]float64) {
 		return textCell(rs, m), nil
 	}
 	vals := make(map[int]float64)
-	bad := ""
+	bad, tilde := "", ""
 	for _, r := range rs {
 		switch {
 		case r.DNF:
@@ -209,13 +245,16 @@ func (rep *report) cell(rs []*result, m metric) (string, map[int]float64) {
 		default:
 			if v := m.value(r.Figures); v != nil {
 				vals[r.Round] = *v
+				if m.approx != nil && m.approx(r.Figures) {
+					tilde = "~"
+				}
 			}
 		}
 	}
 	if len(vals) == 0 {
 		return bad, nil
 	}
-	cell := statOf(values(vals)).String()
+	cell := tilde + statOf(values(vals)).String()
 	if bad != "" {
 		cell += fmt.Sprintf(" (%d %s)", len(rs)-len(vals), bad)
 	}
@@ -250,10 +289,17 @@ func textCell(rs []*result, m metric) string {
 
 // addPerOp adds the srvr cross-check row of label and, in the latency
 // regime, the requests counted by the proxies, each a median over rounds.
-func (rep *report) addPerOp(t *table, rg, label string, libs []string) {
-	srvr := []string{"", "srvr recv/sent per op"}
-	reqs := []string{"", "requests/op"}
-	cpu := []string{"", "server CPU µs/op (busy)"}
+// Many locks count per lock (its acquire and its release), and their
+// requests show for the acquire and the release apart.
+func (rep *report) addPerOp(t *table, rg, label, workload string, libs []string) {
+	op := "op"
+	if workload == wManyLocks {
+		op = "lock"
+		rep.addManyRequests(t, rg, label, libs)
+	}
+	srvr := []string{"", "srvr recv/sent per " + op}
+	reqs := []string{"", "requests/" + op}
+	cpu := []string{"", "server CPU µs/" + op + " (busy)"}
 	anySrvr, anyReqs, anyCPU := false, false, false
 	for _, l := range libs {
 		var recv, sent, req, perOp, busy []float64
@@ -282,7 +328,7 @@ func (rep *report) addPerOp(t *table, rg, label string, libs []string) {
 			reqs[len(reqs)-1] = statOf(req).String()
 		}
 	}
-	if anyReqs {
+	if anyReqs && workload != wManyLocks {
 		t.add(reqs...)
 	}
 	if anySrvr {
@@ -290,6 +336,36 @@ func (rep *report) addPerOp(t *table, rg, label string, libs []string) {
 	}
 	if anyCPU {
 		t.add(cpu...)
+	}
+}
+
+// addManyRequests adds the rows of a many-locks run's requests per
+// acquire and per release (latency regime), each a median over rounds.
+func (rep *report) addManyRequests(t *table, rg, label string, libs []string) {
+	for _, part := range []struct {
+		name string
+		of   func(r *result) *float64
+	}{
+		{"requests/acquire", func(r *result) *float64 { return r.RequestsAcquire }},
+		{"requests/release", func(r *result) *float64 { return r.RequestsRelease }},
+	} {
+		row, any := []string{"", part.name}, false
+		for _, l := range libs {
+			var vs []float64
+			for _, r := range rep.runs(rg, label, l) {
+				if v := part.of(r); v != nil {
+					vs = append(vs, *v)
+				}
+			}
+			cell := ""
+			if s := statOf(vs); s != nil {
+				cell, any = s.String(), true
+			}
+			row = append(row, cell)
+		}
+		if any {
+			t.add(row...)
+		}
 	}
 }
 

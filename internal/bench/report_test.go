@@ -21,8 +21,29 @@ func TestParseFlags(t *testing.T) {
 	if !slices.Equal(c.Workloads, allWorkloads()) || !slices.Equal(c.Libs, allLibs()) ||
 		c.Limit != 180*time.Second || c.Sizes.Floor != 2000 || !slices.Equal(c.Sizes.Handoff, []int{1, 2, 10, 1000, 2000}) ||
 		c.Rounds != 3 || c.ServerJVM != jvmDefault || len(c.Regimes) != 2 || c.Regimes[1].Delay != time.Millisecond ||
-		!slices.Equal(c.Sizes.Failover, []int{3, 100}) || c.Sizes.Failovers != 20 {
+		!slices.Equal(c.Sizes.Failover, []int{3, 100}) || c.Sizes.Failovers != 20 ||
+		!slices.Equal(c.Sizes.ManyLocks, []int{1000, 10000, 100000}) || !slices.Equal(c.Sizes.ManyG, []int{1, 64}) {
 		t.Errorf("defaults: %+v", c)
+	}
+	// Latency: no sequential run of 100,000 locks by default; all asked for.
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"manylocks 1000 G=1", "manylocks 1000 G=64", "manylocks 10000 G=1", "manylocks 10000 G=64", "manylocks 100000 G=64"}},
+		{[]string{"-manylocks", "300,100000", "-manylocks-g", "1,8"}, []string{"manylocks 300 G=1", "manylocks 300 G=8", "manylocks 100000 G=1", "manylocks 100000 G=8"}},
+	} {
+		c, err := parseFlags(append(tc.args, "-workloads", "manylocks", "-regime", "latency"), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, sp := range plan(c, c.Regimes[0]) {
+			got = append(got, sp.label())
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%q, latency: %q, want %q", tc.args, got, tc.want)
+		}
 	}
 	c, err = parseFlags([]string{"-quick", "-libs", "zk.Lock, zklock", "-workloads", "handoff,floor",
 		"-handoff", "5,7", "-duration", "1s", "-limit", "9s", "-regime", "latency", "-delay", "2ms",
@@ -39,7 +60,8 @@ func TestParseFlags(t *testing.T) {
 		t.Errorf("flags: %+v", c)
 	}
 	for _, bad := range [][]string{{"-workloads", "nope"}, {"-libs", ""}, {"-handoff", "0"}, {"-limit", "0s"}, {"extra"},
-		{"-rounds", "-1"}, {"-regime", "lan"}, {"-delay", "0s"}, {"-server-jvm", "big"}, {"-failover", "1"}} {
+		{"-rounds", "-1"}, {"-regime", "lan"}, {"-delay", "0s"}, {"-server-jvm", "big"}, {"-failover", "1"},
+		{"-manylocks", "0"}, {"-manylocks-g", "x"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
@@ -181,5 +203,67 @@ func TestFailoverTargets(t *testing.T) {
 		case strings.HasPrefix(row.Target, "failover") && row.Median != nil:
 			t.Errorf("%s measured from other runs: %v", row.Target, *row.Median)
 		}
+	}
+}
+
+// TestManyLocksReport checks a many-locks run's rows and issue 27's
+// targets: ratios of the acquire and release rates round by round, at the
+// largest N of each G only, and zklock's own heap and goroutines per hold.
+func TestManyLocksReport(t *testing.T) {
+	var rs []result
+	add := func(n, g int, lib string, round int, acqS, relS float64, heap, tasks int64) {
+		sp := spec{Workload: wManyLocks, N: n, G: g}
+		stack := int64(0)
+		r := raw{Ops: int64(n), Seconds: acqS, ReleaseSeconds: relS, HeldHeap: heap * int64(n), HeldTasks: tasks * int64(n)}
+		if lib == libCurator {
+			r.HeapApprox = true
+		} else {
+			r.HeldStack = &stack
+		}
+		res := newResult(sp, lib, r, nil, nil, time.Second)
+		res.Regime, res.Round = regLoopback, round
+		rs = append(rs, res)
+	}
+	for round, zs := range []float64{1, 2, 3} { // zklock's acquire-all: 1, 2, 3 s; Curator's 4 s, go-zk's 2 s
+		add(1000, 64, libZklock, round, zs, 1, 5000, 1)
+		add(1000, 64, libCurator, round, 4, 3, 900, 0)
+		add(1000, 64, libZK, round, 2, 2, 300, 0)
+		add(100, 64, libZklock, round, 9, 9, 1, 0) // a smaller N: in the table, not in the targets
+	}
+	rep := &report{Mode: "quick", Storage: "tmpfs (/dev/shm)", Rounds: 3, Results: rs}
+	rep.Targets = rep.evalTargets()
+	var out bytes.Buffer
+	rep.print(&out)
+	for _, want := range []string{"manylocks 1000 G=64", "manylocks 100 G=64", "acquisitions/s", "release-all ms", "releases/s",
+		"heap bytes/hold", "~900", "goroutines/hold (Java: threads)", "2.00x [1.33..4.00]",
+		"manylocks 1000 G=64: acquire-all >= 1.5 x Curator", "manylocks 1000 G=64: heap/hold <= 2 KiB", "5000 [5000..5000] B", "1.00 [1.00..1.00] goroutines", "MISSED"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	want := map[string]struct {
+		med float64
+		met bool
+	}{
+		"manylocks 1000 G=64: acquire-all >= 1.5 x Curator": {2, true}, // 4/2
+		"manylocks 1000 G=64: acquire-all >= zk.Lock":       {1, true}, // 2/2
+		"manylocks 1000 G=64: release-all >= 1.5 x Curator": {3, true}, // 3/1
+		"manylocks 1000 G=64: release-all >= zk.Lock":       {2, true}, // 2/1
+		"manylocks 1000 G=64: heap/hold <= 2 KiB":           {5000, false},
+		"manylocks 1000 G=64: goroutines/hold = 0 (< 0.01)": {1, false},
+	}
+	n := 0
+	for _, row := range rep.Targets {
+		if !strings.HasPrefix(row.Target, "manylocks") {
+			continue
+		}
+		n++
+		w, ok := want[row.Target]
+		if !ok || row.Median == nil || *row.Median != w.med || *row.Met != w.met {
+			t.Errorf("%s: %+v (median %v), want %+v", row.Target, row, row.Median, w)
+		}
+	}
+	if n != len(want) {
+		t.Errorf("%d many-locks targets, want %d", n, len(want))
 	}
 }

@@ -17,6 +17,7 @@ type result struct {
 	N         int        `json:"n,omitempty"`
 	Mode      string     `json:"mode,omitempty"` // failover: how the leader stepped down
 	Sessions  int        `json:"sessions,omitempty"`
+	G         int        `json:"goroutines,omitempty"` // manylocks: goroutines (Java: threads) sharing the acquires
 	Leases    int        `json:"leases,omitempty"`
 	DurationS float64    `json:"duration_s,omitempty"`
 	DNF       bool       `json:"dnf"`
@@ -26,8 +27,11 @@ type result struct {
 	Srvr      *srvrDelta `json:"srvr"`    // null when not measured
 	// Requests is what the clients sent over the measured part, per
 	// operation, counted by the latency regime's proxies (pings and
-	// connect requests left out); null on loopback.
-	Requests *float64 `json:"requests_per_op"`
+	// connect requests left out); null on loopback. Many locks: per lock,
+	// its acquire and its release; and each apart.
+	Requests        *float64 `json:"requests_per_op"`
+	RequestsAcquire *float64 `json:"requests_per_acquire,omitempty"`
+	RequestsRelease *float64 `json:"requests_per_release,omitempty"`
 }
 
 // figures are a run's results. Pointers are null where they do not apply.
@@ -41,6 +45,15 @@ type figures struct {
 	MaxPerSession *int64   `json:"max_per_session"`
 	Violations    *int64   `json:"violations"`
 	MsPerHandoff  *float64 `json:"ms_per_handoff"`
+
+	// Many locks: Ops, Seconds and PerSecond are the acquire-all's.
+	ReleaseMs        *float64 `json:"release_all_ms,omitempty"`      // time to release every lock
+	ReleasePerSecond *float64 `json:"release_per_second,omitempty"`  // releases per second
+	HeapPerHold      *float64 `json:"heap_bytes_per_hold,omitempty"` // heap in use, after - before, / N
+	HeapApprox       bool     `json:"heap_approx,omitempty"`         // Java's: approximate
+	StackPerHold     *float64 `json:"stack_bytes_per_hold,omitempty"`
+	TasksPerHold     *float64 `json:"tasks_per_hold,omitempty"`          // goroutines (Java: threads), after - before, / N
+	WatchesPerHold   *float64 `json:"server_watches_per_hold,omitempty"` // the server's watch count, held - ready, / N
 }
 
 // srvrDelta is the change of the server's packet counters over the
@@ -62,7 +75,7 @@ type srvrDelta struct {
 func newResult(sp spec, lib string, r raw, err error, rec *recorder, wall time.Duration) result {
 	res := result{
 		Workload: sp.Workload, Label: sp.label(), Library: lib,
-		N: sp.N, Mode: sp.Mode, Sessions: sp.C, Leases: sp.Leases, DurationS: sp.Dur.Seconds(),
+		N: sp.N, Mode: sp.Mode, Sessions: sp.C, G: sp.G, Leases: sp.Leases, DurationS: sp.Dur.Seconds(),
 		WallS: wall.Seconds(),
 	}
 	switch {
@@ -74,8 +87,57 @@ func newResult(sp spec, lib string, r raw, err error, rec *recorder, wall time.D
 		res.Figures = makeFigures(sp, r)
 		res.Srvr = makeSrvr(sp, rec, r.Ops)
 		res.Requests = makeRequests(sp, rec, r.Ops)
+		if sp.Workload == wManyLocks {
+			res.RequestsAcquire, res.RequestsRelease = manyRequests(rec, r.Ops)
+			res.Figures.WatchesPerHold = manyWatches(rec, r.Ops)
+		}
 	}
 	return res
+}
+
+// manyFigures adds a many-locks run's release and costs per hold to f.
+func manyFigures(f *figures, r raw) {
+	if r.Ops <= 0 {
+		return
+	}
+	n := float64(r.Ops)
+	f.ReleaseMs = ptr(r.ReleaseSeconds * 1000)
+	if r.ReleaseSeconds > 0 {
+		f.ReleasePerSecond = ptr(n / r.ReleaseSeconds)
+	}
+	f.HeapPerHold, f.HeapApprox = ptr(float64(r.HeldHeap)/n), r.HeapApprox
+	if r.HeldStack != nil {
+		f.StackPerHold = ptr(float64(*r.HeldStack) / n)
+	}
+	f.TasksPerHold = ptr(float64(r.HeldTasks) / n)
+}
+
+// manyRequests counts the requests the proxies saw over a many-locks
+// run's acquire-all and over its release-all, each per lock; nil without
+// proxies.
+func manyRequests(rec *recorder, ops int64) (acquire, release *float64) {
+	if rec == nil || len(rec.proxies) == 0 || ops <= 0 {
+		return nil, nil
+	}
+	ivs := rec.intervals(wManyLocks)
+	if len(ivs) != 2 {
+		return nil, nil
+	}
+	return ptr(float64(counted(ivs[0])) / float64(ops)), ptr(float64(counted(ivs[1])) / float64(ops))
+}
+
+// manyWatches is the growth of the server's watch count from phaseReady
+// to phaseHeld, per lock; nil if either was not read.
+func manyWatches(rec *recorder, ops int64) *float64 {
+	if rec == nil || ops <= 0 {
+		return nil
+	}
+	from, ok1 := rec.snaps[phaseReady]
+	to, ok2 := rec.snaps[phaseHeld]
+	if !ok1 || !ok2 || from.Watches < 0 || to.Watches < 0 {
+		return nil
+	}
+	return ptr(float64(to.Watches-from.Watches) / float64(ops))
 }
 
 // makeFigures derives the figures of sp's workload from what was measured.
@@ -91,6 +153,8 @@ func makeFigures(sp spec, r raw) *figures {
 		if r.Ops > 0 {
 			f.MsPerHandoff = ptr(r.Seconds * 1000 / float64(r.Ops))
 		}
+	case wManyLocks:
+		manyFigures(f, r)
 	default:
 		if len(r.PerSession) > 0 {
 			f.MinPerSession, f.MaxPerSession = ptr(slices.Min(r.PerSession)), ptr(slices.Max(r.PerSession))
@@ -148,12 +212,18 @@ func makeRequests(sp spec, rec *recorder, ops int64) *float64 {
 	}
 	var n int64
 	for _, iv := range ivs {
-		from, to := iv[0], iv[1]
-		for i := range min(len(from.Counts), len(to.Counts)) {
-			n += to.Counts[i].minus(from.Counts[i]).total()
-		}
+		n += counted(iv)
 	}
 	return ptr(float64(n) / float64(ops))
+}
+
+// counted is the number of requests the proxies counted over a stretch.
+func counted(iv [2]snapshot) int64 {
+	var n int64
+	for i := range min(len(iv[0].Counts), len(iv[1].Counts)) {
+		n += iv[1].Counts[i].minus(iv[0].Counts[i]).total()
+	}
+	return n
 }
 
 // percentileMs returns the p-th percentile (nearest rank) of µs values, in

@@ -104,8 +104,9 @@ func newRTRow(lib, what string, divisor int, delta rtDelta) rtRow {
 }
 
 // rtPlan lists the counting runs: a pair of each kind, handoffs,
-// failovers, and a short run of each loop workload (counted per
-// acquisition).
+// failovers, a short run of each loop workload (counted per
+// acquisition), and many locks taken one after another (counted per
+// lock).
 func rtPlan(cfg config) []spec {
 	s := cfg.Sizes
 	out := []spec{
@@ -124,6 +125,9 @@ func rtPlan(cfg config) []spec {
 		for _, w := range []string{wContended, wSemaphore, wRWRead} {
 			out = append(out, spec{Workload: w, C: s.Sessions, Leases: s.Leases, Dur: s.RTLoop, Warmup: rtWarmup})
 		}
+	}
+	if s.RTManyLocks > 0 {
+		out = append(out, spec{Workload: wManyLocks, N: s.RTManyLocks, G: 1, Warmup: rtWarmup})
 	}
 	return out
 }
@@ -161,8 +165,13 @@ func countRun(ctx context.Context, e *env, lib library, sp spec, rg regime, limi
 	sp.Path, sp.WarmPath = e.paths("rt-"+sp.Workload, lib.name())
 	what := rtWhat(sp)
 	prog.begin(fmt.Sprintf("%s, round trips, %s: %s", rg.Name, what, displayName(lib.name())))
-	rec, r, err := countThrough(ctx, e, lib, sp, rg.Delay, limit)
-	if cerr := e.cleanup(sp.Path); cerr != nil && err == nil {
+	var rec *recorder
+	var r raw
+	err := e.prepare(sp)
+	if err == nil {
+		rec, r, err = countThrough(ctx, e, lib, sp, rg.Delay, limit)
+	}
+	if cerr := e.teardown(sp); cerr != nil && err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -206,6 +215,8 @@ func rtWhat(sp spec) string {
 		return fmt.Sprintf("failover P=%d %s", sp.N, sp.Mode)
 	case rtLoop(sp):
 		return fmt.Sprintf("%s %d, per acquisition", sp.Workload, sp.C)
+	case sp.Workload == wManyLocks:
+		return fmt.Sprintf("manylocks N=%d", sp.N)
 	}
 	return sp.Workload + " pair"
 }
@@ -217,18 +228,27 @@ func rtUnit(sp spec) string {
 		return sp.Workload
 	case rtLoop(sp):
 		return "acquisition"
+	case sp.Workload == wManyLocks:
+		return "acquire"
 	}
 	return "pair"
 }
 
 // rtRows turns a counting run's snapshots into rows: per pair or per
-// acquisition, or those of handoffRows or failoverRows.
+// acquisition, per lock for many locks (acquire and release apart), or
+// those of handoffRows or failoverRows.
 func rtRows(lib string, sp spec, rec *recorder) []rtRow {
 	switch sp.Workload {
 	case wHandoff:
 		return handoffRows(lib, sp, rec)
 	case wFailover:
 		return failoverRows(lib, sp, rec)
+	case wManyLocks:
+		what := rtWhat(sp)
+		return []rtRow{
+			newRTRow(lib, what+": acquire, per lock", sp.N, between(rec.snaps[phaseReady], rec.snaps[phaseHeld])),
+			newRTRow(lib, what+": release, per lock", sp.N, between(rec.snaps[phaseRelease], rec.snaps[phaseMeasured])),
+		}
 	}
 	return []rtRow{newRTRow(lib, rtWhat(sp), sp.N, between(rec.snaps[phaseReady], rec.snaps[phaseMeasured]))}
 }

@@ -229,6 +229,14 @@ func plan(cfg config, rg regime) []spec {
 			add(spec{Workload: wFailover, N: p, Mode: m, Warmup: s.PreWarm, WarmReps: s.WarmFailover, Reps: s.Failovers})
 		}
 	}
+	for _, n := range s.ManyLocks {
+		for _, g := range s.ManyG {
+			if g == 1 && s.ManySeqMax > 0 && n > s.ManySeqMax {
+				continue // one round trip or two per lock, one after another: past the time limit
+			}
+			add(spec{Workload: wManyLocks, N: n, G: g, Warmup: s.PreWarm})
+		}
+	}
 	return out
 }
 
@@ -236,23 +244,34 @@ func plan(cfg config, rg regime) []spec {
 // cleans up. round is -1 for the server's warm-up; prog may be nil.
 func runOne(ctx context.Context, e *env, lib library, sp spec, rg regime, round int, limit time.Duration, prog *progress) result {
 	sp.Path, sp.WarmPath = e.paths(sp.Workload, lib.name())
+	if prog != nil {
+		prog.begin(fmt.Sprintf("%s, round %d: %s: %s", rg.Name, round+1, sp.label(), displayName(lib.name())))
+	}
+	failed := func(err error) result {
+		res := result{Workload: sp.Workload, Label: sp.label(), Library: lib.name(), Regime: rg.Name, Round: round,
+			N: sp.N, Sessions: sp.C, G: sp.G, Error: joinMsg(err.Error(), errString(e.teardown(sp)))}
+		if prog != nil {
+			prog.end(summary(res))
+		}
+		return res
+	}
+	if err := e.prepare(sp); err != nil {
+		return failed(err)
+	}
 	rt, err := e.openRoute(rg)
 	if err != nil {
-		return result{Workload: sp.Workload, Label: sp.label(), Library: lib.name(), Regime: rg.Name, Round: round, Error: err.Error()}
+		return failed(err)
 	}
 	defer rt.close()
 	rec := newRecorder(e, sp)
 	rec.srvr, rec.proxies, rec.quiet = true, rt.proxies, timedQuiet
-	if prog != nil {
-		prog.begin(fmt.Sprintf("%s, round %d: %s: %s", rg.Name, round+1, sp.label(), displayName(lib.name())))
-	}
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	r, err := lib.run(rctx, sp, rt.ep, rec.phase)
 	cancel()
 	res := newResult(sp, lib.name(), r, err, rec, time.Since(start))
 	res.Regime, res.Round = rg.Name, round
-	if cerr := e.cleanup(sp.Path); cerr != nil {
+	if cerr := e.teardown(sp); cerr != nil {
 		res.Error = joinMsg(res.Error, cerr.Error())
 	}
 	if prog != nil {
@@ -275,6 +294,15 @@ func summary(res result) string {
 		out = fmt.Sprintf("%.2f ms/handoff", *f.MsPerHandoff)
 	case res.Workload == wFailover && f.P50Ms != nil:
 		out = fmt.Sprintf("%.2f ms/failover (p50)", *f.P50Ms)
+	case res.Workload == wManyLocks && f.ReleasePerSecond != nil:
+		out = fmt.Sprintf("acquire %.0f/s, release %.0f/s", f.PerSecond, *f.ReleasePerSecond)
+		if f.HeapPerHold != nil && f.TasksPerHold != nil {
+			tilde, tasks := "", "goroutines"
+			if f.HeapApprox {
+				tilde, tasks = "~", "threads"
+			}
+			out += fmt.Sprintf(", %s%.0f heap bytes and %.2f %s per hold", tilde, *f.HeapPerHold, *f.TasksPerHold, tasks)
+		}
 	}
 	if res.Requests != nil {
 		out += fmt.Sprintf(", %.2f requests/op", *res.Requests)
@@ -306,6 +334,14 @@ func (rep *report) violations() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// errString is err's message, or "" for nil.
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // joinMsg joins two error messages, either of which may be empty.

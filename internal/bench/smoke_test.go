@@ -59,6 +59,8 @@ func tinySpecs() []spec {
 		{Workload: wHandoff, N: 3, Warmup: 2, Reps: 2},
 		{Workload: wFailover, N: 3, Mode: stepResign, Warmup: 2, WarmReps: 1, Reps: 3},
 		{Workload: wFailover, N: 3, Mode: stepClose, Warmup: 2, WarmReps: 1, Reps: 3},
+		{Workload: wManyLocks, N: 20, G: 1, Warmup: 2},
+		{Workload: wManyLocks, N: 20, G: 4, Warmup: 2},
 	}
 }
 
@@ -90,6 +92,25 @@ func checkResult(t *testing.T, res result) {
 	if res.Srvr == nil || res.Srvr.Received <= 0 {
 		t.Errorf("%s: srvr deltas %+v", name, res.Srvr)
 	}
+	if res.Workload == wManyLocks {
+		checkMany(t, name, res)
+	}
+}
+
+// checkMany fails t unless a many-locks result has every figure: N
+// acquisitions, a release-all, and the costs per hold.
+func checkMany(t *testing.T, name string, res result) {
+	t.Helper()
+	f := res.Figures
+	if f.Ops != int64(res.N) || f.ReleaseMs == nil || *f.ReleaseMs <= 0 || f.ReleasePerSecond == nil || *f.ReleasePerSecond <= 0 {
+		t.Errorf("%s: %d acquisitions (want %d), release-all %v ms, %v/s", name, f.Ops, res.N, f.ReleaseMs, f.ReleasePerSecond)
+	}
+	if f.HeapPerHold == nil || f.TasksPerHold == nil || f.WatchesPerHold == nil {
+		t.Errorf("%s: per hold: heap %v, goroutines %v, watches %v", name, f.HeapPerHold, f.TasksPerHold, f.WatchesPerHold)
+	}
+	if (f.StackPerHold == nil) != (res.Library == libCurator) || f.HeapApprox != (res.Library == libCurator) {
+		t.Errorf("%s: stack per hold %v, heap approximate %v", name, f.StackPerHold, f.HeapApprox)
+	}
 }
 
 // The regimes of the smoke tests.
@@ -114,6 +135,10 @@ func runAll(t *testing.T, e *env, lib library, rg regime) {
 			}
 			if rg.Delay > 0 && (res.Requests == nil || *res.Requests <= 0) {
 				t.Errorf("%s %s, latency: requests per op %v", res.Label, res.Library, res.Requests)
+			}
+			if rg.Delay > 0 && sp.Workload == wManyLocks && (res.RequestsAcquire == nil || *res.RequestsAcquire <= 0 ||
+				res.RequestsRelease == nil || *res.RequestsRelease <= 0) {
+				t.Errorf("%s %s, latency: requests per acquire %v, per release %v", res.Label, res.Library, res.RequestsAcquire, res.RequestsRelease)
 			}
 		}
 	}
@@ -225,7 +250,7 @@ func testDNF(t *testing.T, e *env, lib library, limit time.Duration) {
 func TestSmokeRoundTrips(t *testing.T) {
 	t.Parallel()
 	e := smokeEnv(t)
-	cfg := config{Limit: smokeLimit, Sizes: sizes{RTPairs: 5, RTHandoff: []int{3}, RTFailover: []int{3}, RTFailovers: 2}}
+	cfg := config{Limit: smokeLimit, Sizes: sizes{RTPairs: 5, RTHandoff: []int{3}, RTFailover: []int{3}, RTFailovers: 2, RTManyLocks: 5}}
 	for _, rg := range []regime{loopback, latency} {
 		rows := roundTrips(context.Background(), e, cfg, rg, []library{newZKLib(smokeSession), newZklockLib(smokeSession)}, quiet())
 		checkRoundTrips(t, rg, rows)
@@ -252,6 +277,10 @@ func checkRoundTrips(t *testing.T, rg regime, rows []rtRow) {
 		"zk handoff W=3: gate release":             1, // delete
 		"zk handoff W=3: per woken waiter":         2, // getChildren, delete
 		"zk handoff W=3: queueing, per waiter":     3, // create, getChildren, getData
+		"zk manylocks N=5: acquire, per lock":      2, // create, getChildren: the parents exist
+		"zk manylocks N=5: release, per lock":      1, // delete
+		"zklock manylocks N=5: acquire, per lock":  -1,
+		"zklock manylocks N=5: release, per lock":  -1,
 		"zklock handoff W=3: gate release":         1,
 		"zklock uncontended pair":                  -1, // any, but some
 		"zklock handoff W=3: queueing, per waiter": -1,
@@ -284,6 +313,21 @@ func TestSmokeMemory(t *testing.T) {
 		memSpec{Waiters: 20, Sessions: 4, Never: true, Settle: 100 * time.Millisecond, Limit: smokeLimit}, quiet())
 	if row.Error != "" {
 		t.Errorf("zklock, a context that never ends: %+v", row)
+	}
+}
+
+// TestSmokeManyLocksGoroutines is not parallel: it counts the process's
+// goroutines. zk.Lock keeps nothing per hold, so its figure shows what the
+// measurement itself adds (nothing); zklock's only has to be there.
+func TestSmokeManyLocksGoroutines(t *testing.T) {
+	e := smokeEnv(t)
+	for _, lib := range []*goLib{newZKLib(smokeSession), newZklockLib(smokeSession)} {
+		sp := spec{Workload: wManyLocks, N: 50, G: 4, Warmup: 2}
+		res := runOne(context.Background(), e, lib, sp, loopback, 0, smokeLimit, quiet())
+		checkResult(t, res)
+		if f := res.Figures; lib.lib == libZK && f != nil && f.TasksPerHold != nil && *f.TasksPerHold >= 0.1 {
+			t.Errorf("zk.Lock: %.2f goroutines per hold, want none", *f.TasksPerHold)
+		}
 	}
 }
 

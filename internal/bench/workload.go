@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -26,6 +27,12 @@ const (
 	// and released; the gate takes the lock again before the next
 	// repetition. Failover: the next leader leads; the old one rejoins next.
 	phaseDrained = "drained"
+	// phaseHeld (manylocks): every lock is held, the acquire-all timed;
+	// the process's memory is read next.
+	phaseHeld = "held"
+	// phaseRelease (manylocks): the release of every lock, timed, comes
+	// next.
+	phaseRelease = "release"
 	// phaseMeasured: the measured part is over; the tear-down comes next.
 	phaseMeasured = "measured"
 )
@@ -37,15 +44,16 @@ type phaser func(ctx context.Context, phase string) error
 // spec is one run of a workload by one library.
 type spec struct {
 	Workload string
-	N        int           // floor, uncontended: pairs; handoff: waiters W; failover: participants P
+	N        int           // floor, uncontended: pairs; handoff: waiters W; failover: participants P; manylocks: locks
 	C        int           // contended, semaphore, rwread: sessions
+	G        int           // manylocks: goroutines (Java: threads) sharing the acquires and releases; 0 means 1
 	Leases   int           // semaphore: L
 	Dur      time.Duration // contended, semaphore, rwread: S
 	Warmup   int           // unmeasured acquire+release pairs first
 	Reps     int           // handoff: repetitions on the same sessions (0 means 1); failover: timed failovers
 	WarmReps int           // failover: unmeasured failovers first, of the same kind
 	Mode     string        // failover: how the leader steps down, stepResign or stepClose
-	Path     string        // the lock's path, fresh for this run
+	Path     string        // the lock's path, fresh for this run; manylocks: the locks' is Path-0 .. Path-(N-1)
 	WarmPath string        // where warm-up pairs run, except for floor and uncontended (Path)
 }
 
@@ -60,6 +68,8 @@ func (s spec) label() string {
 		return fmt.Sprintf("%s %d %s", s.Workload, s.N, s.Mode)
 	case wSemaphore:
 		return fmt.Sprintf("%s %d %d %s", s.Workload, s.C, s.Leases, s.Dur)
+	case wManyLocks:
+		return fmt.Sprintf("%s %d G=%d", s.Workload, s.N, s.goroutines())
 	}
 	return fmt.Sprintf("%s %d %s", s.Workload, s.C, s.Dur)
 }
@@ -94,6 +104,16 @@ type raw struct {
 	Violations int64   `json:"violations"`  // loop workloads: times too many held at once
 	DNF        bool    `json:"dnf"`         // the time limit passed
 	Error      string  `json:"error"`       // what failed, if anything
+
+	// manylocks: Ops and Seconds are the acquire-all's; the rest is the
+	// release-all, and the process's growth once every lock was held,
+	// after a GC: heap in use, stack in use (Go only), goroutines (Java:
+	// live threads).
+	ReleaseSeconds float64 `json:"release_seconds"`
+	HeldHeap       int64   `json:"held_heap"`
+	HeldStack      *int64  `json:"held_stack"`
+	HeldTasks      int64   `json:"held_tasks"`
+	HeapApprox     bool    `json:"heap_approx"` // Java: totalMemory - freeMemory after System.gc(), approximate
 }
 
 // library runs workloads with one lock library.
@@ -111,6 +131,13 @@ type library interface {
 // reps is how many times a handoff repeats, or how many failovers are
 // timed: Reps, at least 1.
 func (s spec) reps() int { return max(1, s.Reps) }
+
+// goroutines is how many goroutines share a manylocks run's acquires:
+// G, at least 1.
+func (s spec) goroutines() int { return max(1, s.G) }
+
+// manyPath is the path of lock i of a manylocks run on base.
+func manyPath(base string, i int) string { return base + "-" + strconv.Itoa(i) }
 
 // stretched reports whether workload w is measured stretch by stretch,
 // from each phaseQueued to the next phaseDrained.

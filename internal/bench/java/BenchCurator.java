@@ -16,6 +16,9 @@
 //   failover    <p> <resign|close> <warmup> <warmReps> <reps>
 //                                         p sessions' LeaderLatches; the leader steps down
 //                                         reps times, after warmReps unmeasured times
+//   manylocks   <n> <g> <warmup>          one session's InterProcessMutex on each of
+//                                         <path>-0 .. <path>-(n-1) (parents exist), from g
+//                                         threads: acquire all, hold, release all
 //
 // The gate session (handoff) connects to <gateConnect>, every other session
 // to <connect>: the Go side may count their requests apart. Warm-up pairs
@@ -28,9 +31,13 @@
 //                    (handoff: every waiter started; failover: every
 //                    participant started), drained (handoff: every waiter
 //                    of this repetition done; failover: the next leader
-//                    leads), measured (done; the tear-down comes next)
+//                    leads), held (manylocks: every lock held; the memory
+//                    is read next), release (manylocks: the release-all
+//                    comes next), measured (done; the tear-down comes next)
 //   "result <json>"  last: {"ops":..,"seconds":..,"lat_us":[..],
-//                    "per_session":[..],"violations":..,"dnf":..,"error":".."}
+//                    "per_session":[..],"violations":..,"dnf":..,"error":"..",
+//                    "release_seconds":..,"held_heap":..,"held_tasks":..,
+//                    "heap_approx":..}
 // Every wait is bounded by <limitMs> from the start: past it the result
 // says dnf, after the sessions have been closed.
 
@@ -42,6 +49,7 @@ import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.PrintStream;
 import java.io.Writer;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -167,6 +175,13 @@ public final class BenchCurator {
         long violations;
         boolean dnf;
         String error = "";
+        /** manylocks: the release-all's time. */
+        double releaseSeconds;
+        /** manylocks: heap in use and live threads once all were held, minus before. */
+        long heldHeap;
+        long heldTasks;
+        /** manylocks: heldHeap is totalMemory - freeMemory after System.gc(), approximate. */
+        boolean heapApprox;
 
         String json() {
             StringBuilder b = new StringBuilder("{");
@@ -177,6 +192,10 @@ public final class BenchCurator {
             b.append(",\"violations\":").append(violations);
             b.append(",\"dnf\":").append(dnf);
             b.append(",\"error\":\"").append(escape(error)).append('"');
+            b.append(",\"release_seconds\":").append(releaseSeconds);
+            b.append(",\"held_heap\":").append(heldHeap);
+            b.append(",\"held_tasks\":").append(heldTasks);
+            b.append(",\"heap_approx\":").append(heapApprox);
             return b.append('}').toString();
         }
 
@@ -642,6 +661,141 @@ public final class BenchCurator {
         return r;
     }
 
+    /**
+     * One session's InterProcessMutex on each of n paths (path-0 ..
+     * path-(n-1), whose parents the Go side created), from g threads each
+     * taking every g-th (g=1: in order, on this thread): every lock is
+     * acquired, then held while the memory is read, then released. The
+     * acquire-all and the release-all are timed apart. The heap in use and
+     * the live threads are read after System.gc() before the mutexes are
+     * made and once every lock is held; the mutexes are part of what a hold
+     * costs, the g holding threads (the caller's, not Curator's) are not.
+     */
+    static Result manyLocks(String connect, String path, String warmPath, int n, int g, int warmup)
+            throws Exception {
+        CuratorFramework c = connect(connect);
+        warm(new MutexLocker(new InterProcessMutex(c, warmPath)), warmup);
+        Locker[] ls = new Locker[n];
+        long[] before = memory();
+        for (int i = 0; i < n; i++) {
+            ls[i] = new MutexLocker(new InterProcessMutex(c, path + "-" + i));
+        }
+        Holders h = new Holders(ls, g);
+        phase("ready");
+        Result r = new Result();
+        r.seconds = h.acquireAll();
+        r.ops = n;
+        phase("held");
+        long[] after = memory();
+        phase("release");
+        r.releaseSeconds = h.releaseAll();
+        r.heldHeap = after[0] - before[0];
+        r.heldTasks = after[1] - before[1] - h.threads.length;
+        r.heapApprox = true;
+        phase("measured");
+        return r;
+    }
+
+    /**
+     * Takes every lock of ls and later releases them, from g threads each
+     * taking every g-th (g=1: on the calling thread, in order). An
+     * InterProcessMutex belongs to the thread that acquired it, and only
+     * that thread may release it: each thread holds its share until
+     * releaseAll. The threads are started (waiting) by the constructor,
+     * so that starting them is not timed.
+     */
+    static final class Holders {
+        final Locker[] ls;
+        final int g;
+        final Thread[] threads;
+        final CountDownLatch start = new CountDownLatch(1);
+        final CountDownLatch held;
+        final CountDownLatch release = new CountDownLatch(1);
+        final AtomicReference<Exception> failure = new AtomicReference<>();
+
+        Holders(Locker[] ls, int g) {
+            this.ls = ls;
+            this.g = g;
+            threads = new Thread[g <= 1 ? 0 : Math.min(g, ls.length)];
+            held = new CountDownLatch(threads.length);
+            for (int w = 0; w < threads.length; w++) {
+                final int first = w;
+                threads[w] = daemon("holder").newThread(() -> work(first));
+                threads[w].start();
+            }
+        }
+
+        /** One thread's share: acquire, wait for releaseAll, release. */
+        void work(int first) {
+            try {
+                start.await();
+                for (int i = first; i < ls.length; i += g) {
+                    acquire(ls[i], "acquire");
+                }
+            } catch (Exception e) {
+                failure.compareAndSet(null, e);
+                return;
+            } finally {
+                held.countDown();
+            }
+            try {
+                release.await();
+                for (int i = first; i < ls.length; i += g) {
+                    ls[i].release();
+                }
+            } catch (Exception e) {
+                failure.compareAndSet(null, e);
+            }
+        }
+
+        /** Acquires every lock; returns the seconds it took. */
+        double acquireAll() throws Exception {
+            long t0 = System.nanoTime();
+            if (threads.length == 0) {
+                for (Locker l : ls) {
+                    acquire(l, "acquire");
+                }
+            } else {
+                start.countDown();
+                while (!held.await(Math.min(100, remainingMs("acquire")), TimeUnit.MILLISECONDS)) {
+                    if (failure.get() != null) {
+                        break;
+                    }
+                }
+                if (failure.get() != null) {
+                    throw failure.get();
+                }
+            }
+            return (System.nanoTime() - t0) / 1e9;
+        }
+
+        /** Releases every lock; returns the seconds it took. */
+        double releaseAll() throws Exception {
+            long t0 = System.nanoTime();
+            if (threads.length == 0) {
+                for (Locker l : ls) {
+                    l.release();
+                }
+            } else {
+                release.countDown();
+                joinAll(threads);
+                if (failure.get() != null) {
+                    throw failure.get();
+                }
+            }
+            return (System.nanoTime() - t0) / 1e9;
+        }
+    }
+
+    /** {heap in use, live threads} after System.gc(); the heap is approximate. */
+    static long[] memory() {
+        Runtime rt = Runtime.getRuntime();
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+        }
+        return new long[] {rt.totalMemory() - rt.freeMemory(), ManagementFactory.getThreadMXBean().getThreadCount()};
+    }
+
     // ---- main ------------------------------------------------------------
 
     static String versions() {
@@ -688,6 +842,9 @@ public final class BenchCurator {
             case "handoff":
                 return handoff(connect, gateConnect, path, warmPath, Integer.parseInt(a[0]), Integer.parseInt(a[1]),
                         a.length > 2 ? Integer.parseInt(a[2]) : 1);
+            case "manylocks":
+                return manyLocks(connect, path, warmPath, Integer.parseInt(a[0]), Integer.parseInt(a[1]),
+                        Integer.parseInt(a[2]));
             case "failover":
                 if (!a[1].equals("resign") && !a[1].equals("close")) {
                     throw new IllegalArgumentException("failover: unknown mode " + a[1]);
