@@ -283,7 +283,7 @@ func keyOf(owner any) any {
 	switch o := owner.(type) {
 	case *Mutex:
 		if o != nil && o.c != nil {
-			return o.li.id()
+			return o.key
 		}
 	case *SemaphoreMutex:
 		if o != nil && o.s != nil {

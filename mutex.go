@@ -53,6 +53,7 @@ type Mutex struct {
 	kind  Recipe        // what its events say it is: RecipeMutex unless a constructor says otherwise
 
 	live liveCounter // holds of the lock that stand, through any Mutex of it (its lockCount; a Selector's also counts its own terms)
+	key  any         // li.id(), boxed once: its holds' key (see keyOf)
 
 	mu     sync.Mutex   // protects revoke
 	revoke func(*Mutex) // revocation callback, nil if not revocable
@@ -102,6 +103,7 @@ func newMutex(c *Client, path, lockName string, maxLeases int, o lockOptions) (*
 	m.li.solo = c.solos.of(m.li.id())
 	m.li.maxHold = o.maxHold
 	m.live = lockCount{&c.lives, m.li.id()}
+	m.key = m.li.id()
 	return m, nil
 }
 
