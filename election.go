@@ -164,14 +164,14 @@ func acquireOwned(ctx context.Context, c *Client, li *lockInternals, id string, 
 		owner, err := ownerOf(ctx, c, node)
 		switch {
 		case err != nil:
-			c.deleteNode(node.path)
+			c.deleteLockNode(node)
 			return nil, snapshot{}, err
 		case mutant("oldsession"): // test-only (zklock_mutant): the listed node is granted unchecked, whatever session owns it
 			return node, snap, nil
 		case owner == node.session && node.session == c.zc.SessionID():
 			return node, snap, nil
 		}
-		c.deleteNode(node.path)
+		c.deleteLockNode(node)
 		if err := r.again(ctx, c.closing, "leader node "+node.path); err != nil {
 			return nil, snapshot{}, err
 		}

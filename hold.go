@@ -629,7 +629,7 @@ func (h *hold) endLocked(cause error) {
 	h.live.Add(-1)
 	if h.c != nil {
 		if h.node != nil {
-			h.c.holds.forget(h.node.path)
+			h.c.holds.drop(h.node)
 		}
 		h.c.holding.Add(-1)
 		select {

@@ -47,22 +47,33 @@ func newHoldWatch(c *Client, routed bool) *holdWatch {
 	return &holdWatch{c: c, routed: routed, nodes: make(map[string]*watched)}
 }
 
-// expect records p, an own node whose watch is about to be set, so that
-// the watch's events are kept. A data change seen before is forgotten: the
-// watch about to be set reads the node's data anew.
-func (w *holdWatch) expect(p string) {
+// expect records n, an own node whose watch is about to be set, so that
+// the watch's events are kept, unless n was dropped (a watch set late, by
+// a goroutine that outlived n's wait or hold, must not bring it back). A
+// data change seen before is forgotten: the watch about to be set reads
+// the node's data anew.
+func (w *holdWatch) expect(n *lockNode) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	e := w.nodes[p]
+	e := w.nodes[n.path]
 	switch {
+	case n.dropped:
 	case e == nil:
-		w.nodes[p] = &watched{}
+		w.nodes[n.path] = &watched{}
 	case e.fired == zk.EventNodeDataChanged:
 		e.fired = 0
 	}
 }
 
-// forget drops p: its node is deleted, or its hold ended.
+// drop forgets n for good: its wait or its hold is over.
+func (w *holdWatch) drop(n *lockNode) {
+	w.mu.Lock()
+	n.dropped = true
+	delete(w.nodes, n.path)
+	w.mu.Unlock()
+}
+
+// forget forgets the node at p: it is deleted.
 func (w *holdWatch) forget(p string) {
 	w.mu.Lock()
 	delete(w.nodes, p)
@@ -93,6 +104,7 @@ func (w *holdWatch) take(h *hold, snap snapshot, onRevoke func(string)) bool {
 		e = &watched{}
 		w.nodes[n.path] = e
 	}
+	n.dropped = false // a hold takes it over
 	e.h, e.snap, e.onRevoke = h, snap, onRevoke
 	fired := e.fired
 	e.fired = 0

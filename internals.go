@@ -75,6 +75,8 @@ type lockNode struct {
 	own   <-chan zk.Event // data watch on the node itself
 	known chan struct{}   // closed once czxid, owner and own are set
 
+	dropped bool // its wait or hold is over: its Client's holdWatch no longer follows it (guarded by holdWatch.mu)
+
 	solo *solo // its Mutex's, told when the node is deleted; may be nil
 }
 
@@ -148,7 +150,7 @@ func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (*lockNode
 		// Every exit after the create deletes the node, whatever the reason;
 		// a vanished node may be an old session's node that is still dying.
 		if !mutant("orphans") || ctx.Err() == nil { // test-only (zklock_mutant): a cancelled acquire leaves its node
-			c.deleteNode(n.path)
+			c.deleteLockNode(n)
 		}
 		if !errors.Is(err, errNodeGone) {
 			return nil, snapshot{}, err
@@ -361,7 +363,7 @@ func (li *lockInternals) acquireAt(ctx context.Context, req acquireReq) (*lockNo
 	n := newLockNode(p, snap.session)
 	own, err := watchOwn(ctx, c, n, req.onRevoke)
 	if err != nil {
-		c.deleteNode(p)
+		c.deleteLockNode(n)
 		if errors.Is(err, errNodeGone) {
 			err = fmt.Errorf("node %s vanished: %w", p, zk.ErrNoNode)
 		}
@@ -377,7 +379,7 @@ func (li *lockInternals) waitOrClean(ctx context.Context, n *lockNode, req acqui
 	done := false
 	defer func() {
 		if !done {
-			li.c.deleteNode(n.path)
+			li.c.deleteLockNode(n)
 		}
 	}()
 	snap, err := li.wait(ctx, n, req, listed, pre)
@@ -565,7 +567,7 @@ func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func(string)
 		stat *zk.Stat
 		ch   <-chan zk.Event
 	}
-	c.holds.expect(n.path) // before the watch is set: none of its events is missed
+	c.holds.expect(n) // before the watch is set: none of its events is missed
 	g, err := retry(c, ctx, func() (got, error) {
 		d, s, ch, err := c.zc.GetW(n.path)
 		return got{d, s, ch}, err

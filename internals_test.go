@@ -226,6 +226,10 @@ func TestIntegration_MutexManyAbandonedWaits(t *testing.T) {
 	a := await(t, got, 10*time.Second)
 	require.NoError(t, a.err)
 	require.NoError(t, waiter.Release(a.ctx))
+	// And the Client follows none of the abandoned waits' nodes, nor the
+	// released hold's: none is left to be followed forever.
+	require.Eventually(t, func() bool { return zklock.FollowedNodes(c) == 0 },
+		10*time.Second, 5*time.Millisecond, "the Client follows %d nodes", zklock.FollowedNodes(c))
 }
 
 // countConn counts the requests a Client sends, by operation.

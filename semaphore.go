@@ -418,7 +418,7 @@ func (s *Semaphore) grant(nodes []*lockNode, snap snapshot, to grantTo) ([]*Leas
 // deleteNodes deletes nodes, guaranteed (see Client.deleteNode).
 func deleteNodes(c *Client, nodes []*lockNode) {
 	for _, nd := range nodes {
-		c.deleteNode(nd.path)
+		c.deleteLockNode(nd)
 	}
 }
 

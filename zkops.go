@@ -423,6 +423,14 @@ func (c *Client) deleteNode(p string) error {
 	return err
 }
 
+// deleteLockNode is deleteNode for n, an engine's node, which its
+// Client's holdWatch then no longer follows, even if a watch is set on it
+// late.
+func (c *Client) deleteLockNode(n *lockNode) error {
+	c.holds.drop(n)
+	return c.deleteNode(n.path)
+}
+
 // deleteNodeGone is deleteNode, also reporting whether p was gone when it
 // returned: deleted, or found gone; not when the delete failed or goes on
 // in the background. A delete that goes on in the background is reported
