@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zklock/zklock"
 )
 
 // TestChaosShort is the chaos suite's short mode, run by make test: a
@@ -172,6 +174,42 @@ func TestCheckerUnsignalledLoss(t *testing.T) {
 	require.Len(t, v.violations, 2)
 	assert.Contains(t, v.violations[1], "too many leases: 3 leases held at")
 	assert.Equal(t, map[string]int{violUnsignalled: 1, violLeases: 1}, violationKinds(v.violations))
+}
+
+// The failure of SEED=20261124 (docs/reliability.md), replayed on the
+// checker: a lease worker whose guarded write never returned, whose lease
+// was lost (its context ended with ErrLockLost at 67 s) and whose Release,
+// once the run closed its Clients, said ErrClosed. Leases then carried no
+// cause, so the section counted until the run's end: one believer too
+// many at every later moment three other leases were out, and nothing
+// else wrong. Settled by the hold's cause, as today, it ends at the loss.
+func TestCheckerLeaseStuckUntilTheEnd(t *testing.T) {
+	lost, closedErr := fmt.Errorf("lease lost: %w", zklock.ErrLockLost), fmt.Errorf("release: %w", zklock.ErrClosed)
+	for _, tc := range []struct {
+		name  string
+		cause func() error // what the lease's context ended with; nil: leases carried none
+		want  int          // too-many-leases violations
+		most  int          // leases believed at once, at most
+	}{
+		{"no cause, as before", nil, 3, 4},
+		{"its cause, as now", func() error { return lost }, 0, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var j journal
+			w := &worker{who: "s05/lease", r: recipe{kind: kindLease}, j: &j, st: &counters{}}
+			stuck := sec(kindLease, "s05/lease", 1, 60_000, 600_000) // its write returned when the run closed its Clients
+			w.settle(&stuck, held{cause: tc.cause}, closedErr, at(67_000))
+			j.add(stuck)
+			for i, from := range []int{100_000, 200_000, 300_000} { // three leases out at once, three times
+				for k := range 3 {
+					j.add(sec(kindLease, fmt.Sprintf("s%02d/lease", 10+k), int64(10*i+k+2), from, from+500))
+				}
+			}
+			v := j.check(3)
+			assert.Equal(t, tc.want, violationKinds(v.violations)[violLeases], "%v", v.violations)
+			assert.Equal(t, tc.most, v.maxLeases)
+		})
+	}
 }
 
 func TestCheckerLongSectionBelief(t *testing.T) {
