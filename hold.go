@@ -120,7 +120,7 @@ func (hd *Hold) Token() (int64, error) {
 		return 0, err
 	}
 	select {
-	case <-n.known:
+	case <-n.learned():
 	case <-hd.h.ctx.Done():
 	}
 	// Decided in this order, so that an ending hold always reports its end.
@@ -433,7 +433,7 @@ func lossBy(h *hold, err error) error {
 func (h *hold) token(ctx context.Context, what, path string) (int64, error) {
 	var ctxErr error
 	select {
-	case <-h.node.known:
+	case <-h.node.learned():
 	case <-h.ctx.Done():
 	case <-ctx.Done():
 		ctxErr = ctx.Err()

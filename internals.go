@@ -68,12 +68,15 @@ type lockNode struct {
 
 	position int // nodes ahead at its first decision; written by the waiter before a grant
 
-	// Set by the first watchOwn, which then closes known: before a wait,
+	// Set by the first watchOwn, which then marks n known: before a wait,
 	// or for a node granted at once, by its Client's holdWatch.
 	czxid int64           // fencing token
 	owner int64           // the node's ephemeral owner, as ZooKeeper reported it
 	own   <-chan zk.Event // data watch on the node itself
-	known chan struct{}   // closed once czxid, owner and own are set
+
+	knownMu sync.Mutex    // protects known and knownC
+	known   bool          // czxid and owner are set
+	knownC  chan struct{} // closed once known; made only for one who waits before (see learned)
 
 	dropped bool // its wait or hold is over: its Client's holdWatch no longer follows it (guarded by holdWatch.mu)
 
@@ -81,18 +84,48 @@ type lockNode struct {
 }
 
 func newLockNode(p string, session int64) *lockNode {
-	return &lockNode{path: p, name: path.Base(p), session: session, known: make(chan struct{}), position: -1}
+	return &lockNode{path: p, name: path.Base(p), session: session, position: -1}
 }
 
 // isKnown reports whether the first watchOwn of n has succeeded.
 func (n *lockNode) isKnown() bool {
-	select {
-	case <-n.known:
-		return true
-	default:
-		return false
+	n.knownMu.Lock()
+	defer n.knownMu.Unlock()
+	return n.known
+}
+
+// learned returns a channel that is closed once n is known. The channel
+// is made only for a caller that must wait: most nodes are known before
+// anyone asks, and a channel per node would weigh on a Client that holds
+// a hundred thousand.
+func (n *lockNode) learned() <-chan struct{} {
+	n.knownMu.Lock()
+	defer n.knownMu.Unlock()
+	if n.known {
+		return closedSignal
+	}
+	if n.knownC == nil {
+		n.knownC = make(chan struct{})
+	}
+	return n.knownC
+}
+
+// markKnown marks n known, after its czxid and owner were set.
+func (n *lockNode) markKnown() {
+	n.knownMu.Lock()
+	defer n.knownMu.Unlock()
+	n.known = true
+	if n.knownC != nil {
+		close(n.knownC)
 	}
 }
+
+// closedSignal is a closed channel.
+var closedSignal = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
 
 // acquireReq is what a recipe asks of the engine.
 type acquireReq struct {
@@ -558,7 +591,7 @@ func watchOwnAlongside(ctx context.Context, c *Client, n *lockNode, onRevoke fun
 }
 
 // watchOwn sets a data watch on n and returns it. The first time, it also
-// learns n's fencing token and ephemeral owner, and closes n.known. (n's session is the one
+// learns n's fencing token and ephemeral owner, and marks n known. (n's session is the one
 // that created it, known from the create.) It reports a
 // pending revocation request.
 func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func(string)) (<-chan zk.Event, error) {
@@ -586,7 +619,7 @@ func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func(string)
 		}
 	} else {
 		n.czxid, n.owner = g.stat.Czxid, g.stat.EphemeralOwner
-		close(n.known)
+		n.markKnown()
 	}
 	if onRevoke != nil && bytes.Equal(g.data, revokeMessage) {
 		onRevoke(n.path)

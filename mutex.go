@@ -54,6 +54,7 @@ type Mutex struct {
 
 	live liveCounter // holds of the lock that stand, through any Mutex of it (its lockCount; a Selector's also counts its own terms)
 	key  any         // li.id(), boxed once: its holds' key (see keyOf)
+	name string      // "lock " + path, its holds' name in errors, made once
 
 	mu     sync.Mutex   // protects revoke
 	revoke func(*Mutex) // revocation callback, nil if not revocable
@@ -103,7 +104,7 @@ func newMutex(c *Client, path, lockName string, maxLeases int, o lockOptions) (*
 	m.li.solo = c.solos.of(m.li.id())
 	m.li.maxHold = o.maxHold
 	m.live = lockCount{&c.lives, m.li.id()}
-	m.key = m.li.id()
+	m.key, m.name = m.li.id(), "lock "+path
 	return m, nil
 }
 
@@ -187,7 +188,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 		err = m.c.nameHolder(ctx, shutdownErr(ctx, actx, err), m.path, first)
 		return nil, st.failed(opErr(ctx, "acquire", m.path, err))
 	}
-	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: "lock " + m.path, path: m.path, node: node, live: m.live, story: st, maxHold: maxHold})
+	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: m.name, path: m.path, node: node, live: m.live, story: st, maxHold: maxHold})
 	if !h.watch(snap, req.onRevoke) {
 		return nil, st.failed(opErr(ctx, "acquire", m.path, ErrClosed))
 	}

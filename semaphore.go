@@ -514,7 +514,7 @@ func (l *Lease) Token() int64 {
 		return 0
 	}
 	select {
-	case <-l.h.node.known:
+	case <-l.h.node.learned():
 		return l.h.node.czxid
 	case <-l.h.ctx.Done():
 		if l.h.node.isKnown() {
