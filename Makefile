@@ -36,7 +36,9 @@ vet:
 # with the race detector, goroutine-leak checks and root-package coverage.
 # TestFaultTeeth, among them, rebuilds the root package's tests with
 # -tags zklock_mutant and requires the election's and the solo path's
-# fault tests to fail on broken variants of the library (about 50 seconds).
+# fault tests (two of them on 3-node ensembles of their own, with a
+# follower that lags) to fail on broken variants of the library (about a
+# minute).
 unit:
 	$(GO) test $(RACE) -count=1 -timeout 15m -skip 'TestChaosShort|TestChaosTeeth' -covermode=atomic -coverpkg=$(PKG) -coverprofile=$(COVER) ./...
 	@$(GO) tool cover -func=$(COVER) | tail -1

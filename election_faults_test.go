@@ -237,6 +237,72 @@ func TestIntegration_ElectionOtherSessionNodeNotGranted(t *testing.T) {
 	}
 }
 
+// CURATOR-696 on an ensemble, with local sessions, and no fault client: a
+// follower that lags shows a participant whose session was just replaced
+// its old node, first in line. a campaigns alone, through g; its node
+// leads at once, and Campaign reads the node's owner before it grants, but
+// the reply is lost with a's connection. a's dials hang until its session
+// expires: the leader deletes the node, and g follows, but f, whose link to
+// the leader lags, does not yet. a's next connection goes to g, which tells
+// it its session expired; the one after goes to f, with a new session
+// (local: f answers it at once), and the read is sent again there. f shows
+// the old node, of the old session. Campaign must not lead on it (the node
+// is gone, and the leadership would be lost as soon as granted): it
+// deletes it, queues again, and leads on a node of its new session.
+func TestIntegration_EnsembleElectionOldSessionNodeOnLaggingFollower(t *testing.T) {
+	t.Parallel()
+	const lag = 750 * time.Millisecond
+	bg := context.Background()
+	ens := startLaggingEnsemble(t)
+	e := setupOn(t, ens.upToDate())
+	plan := newDialPlan(t, ens.servers)
+	name := "/lagging-follower"
+	p := e.root + name
+	e.create(p) // so that Campaign's first create is its node's
+	onF := ens.onF(t)
+	waitShown(t, onF, p, true)
+
+	plan.route(ens.g)
+	ca := e.clientTo(ens.servers, // three addresses: go-zookeeper pauses after it has tried all
+		// A round trip through f takes two lags, and a ping waits behind
+		// a create: a third of the session must outlast that.
+		zklock.WithSessionTimeout(4*time.Second),
+		zklock.WithRetryPolicy(zklock.RetryUntilElapsed{Max: 30 * time.Second, Sleep: 100 * time.Millisecond}),
+		zklock.WithZKOptions(zk.WithDialer(plan.Dial)),
+	)
+	oldSession := ca.Conn().SessionID()
+	plan.hold()
+	cut := plan.proxies[ens.g].CutOnRequest(time.Second, 3) // exists: the owner's read
+	a := campaignAsync(bg, e.election(ca, name, "a"))
+	await(t, cut, 10*time.Second)
+	old := otherChild(e, p, "")
+	require.NotEmpty(t, old, "a's node")
+	require.Equal(t, oldSession, e.owner(old), "a's node, of its first session")
+	waitShown(t, onF, old, true)
+	ens.lag(t, lag)
+
+	// The old session expires: its timeout after the cut, and two lags
+	// more, since f, which learnt of the session when the node was made,
+	// counts that as a sign of life and reports it late.
+	require.Eventually(t, func() bool { return e.owner(old) == 0 },
+		20*time.Second, 5*time.Millisecond, "the old session expires on the leader")
+	ok, st, err := onF.Exists(old)
+	require.NoError(t, err)
+	require.True(t, ok, "f still shows the old node")
+	require.Equal(t, oldSession, st.EphemeralOwner)
+	plan.route(ens.g, ens.f)
+
+	got := await(t, a, 20*time.Second)
+	require.NoError(t, got.err)
+	ens.lag(t, 0)
+	t.Logf("dials %v; a's sessions 0x%x, then 0x%x", plan.dials(), oldSession, ca.Conn().SessionID())
+	require.NotEqual(t, oldSession, ca.Conn().SessionID(), "a has a new session")
+	assert.NotEqual(t, old, got.hd.Path(), "Campaign does not lead on the old session's node that the lagging follower showed")
+	requireOwned(t, e, ca, got.hd)
+	require.NoError(t, got.hd.Release())
+	assert.Empty(t, e.children(p), "no node is left")
+}
+
 // CURATOR-498: a participant's create succeeds but its reply is lost, so
 // it finds its node again by the protection prefix, while another
 // participant leads. It adopts its own node (no second node), never

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -131,6 +132,19 @@ func (e *env) children(p string) []string {
 	}
 	require.NoError(e.t, err)
 	return ch
+}
+
+// owner returns the session that owns the node at p, as the admin
+// connection reads it: 0 for a persistent node, or one that does not
+// exist.
+func (e *env) owner(p string) int64 {
+	e.t.Helper()
+	ok, st, err := e.admin.Exists(p)
+	require.NoError(e.t, err)
+	if !ok {
+		return 0
+	}
+	return st.EphemeralOwner
 }
 
 // create makes a persistent node and its missing parents.
@@ -451,4 +465,147 @@ func waitChildren(t *testing.T, e *env, p string, n int) {
 		got = ch
 		return err == nil && len(ch) == n
 	}, 10*time.Second, 5*time.Millisecond, "want %d children of %s, have %v", n, p, got)
+}
+
+// laggingEnsemble is a 3-node ensemble with local sessions (a session is
+// opened by its server alone, and made global by its first ephemeral
+// create) whose follower f can be made to lag behind the leader while it
+// goes on serving its clients (zktest.Lagger): what a client on f sees
+// then is what the leader and g, the other follower, saw a lag before.
+type laggingEnsemble struct {
+	lagger       zktest.Lagger
+	servers      []string
+	leader, f, g int // indexes in servers
+}
+
+// laggingSyncLimit, in ticks of the default 200ms, keeps a follower that
+// lags by a second or two (a round trip of two lags) in the ensemble, with
+// room to spare on a loaded machine.
+const laggingSyncLimit = 50
+
+// startLaggingEnsemble starts a laggingEnsemble for t; f and g are the
+// followers, chosen once the ensemble has a leader.
+func startLaggingEnsemble(t *testing.T) *laggingEnsemble {
+	t.Helper()
+	c := zktest.StartT(t, zktest.Config{Size: 3, LocalSessions: true, Laggable: true, SyncLimit: laggingSyncLimit})
+	lg, ok := c.(zktest.Lagger)
+	require.True(t, ok, "a Laggable cluster is a Lagger")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	leader, err := zktest.Leader(ctx, c)
+	require.NoError(t, err)
+	return &laggingEnsemble{lagger: lg, servers: c.Servers(), leader: leader, f: (leader + 1) % 3, g: (leader + 2) % 3}
+}
+
+// upToDate returns the addresses of the leader and g, the servers that
+// do not lag.
+func (le *laggingEnsemble) upToDate() []string {
+	return []string{le.servers[le.leader], le.servers[le.g]}
+}
+
+// lag makes f lag by d (0: no more).
+func (le *laggingEnsemble) lag(t *testing.T, d time.Duration) {
+	t.Helper()
+	require.NoError(t, le.lagger.Lag(le.f, d))
+}
+
+// onF connects to f alone, to read what f shows (reads are served by the
+// server a session is on).
+func (le *laggingEnsemble) onF(t *testing.T) *zk.Conn {
+	t.Helper()
+	return zktest.ConnectT(t, le.servers[le.f:le.f+1])
+}
+
+// waitShown waits until conn's server shows the node at p, or no longer
+// does (shown false).
+func waitShown(t *testing.T, conn *zk.Conn, p string, shown bool) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		ok, _, err := conn.Exists(p)
+		return err == nil && ok == shown
+	}, 10*time.Second, 5*time.Millisecond, "want %s shown %v by %s", p, shown, conn.Server())
+}
+
+// dialPlan routes a Client's connections to the servers a test chooses,
+// whatever server go-zookeeper asks for, each through a proxy of its own
+// (for cuts): a dial takes the next server of the plan, and the last one
+// for good; while there is no plan, dials wait, as a connect that hangs
+// in an outage does, until the test gives one or ends.
+type dialPlan struct {
+	proxies []*zktest.Proxy
+	done    chan struct{} // closed when the test ends
+
+	mu      sync.Mutex    // guards the fields below
+	next    []int         // the servers of the next dials
+	planned chan struct{} // closed by route; replaced by hold
+	dialled []int         // the servers dialled, in order
+}
+
+// newDialPlan returns a dialPlan to servers, with no plan yet.
+func newDialPlan(t *testing.T, servers []string) *dialPlan {
+	t.Helper()
+	d := &dialPlan{done: make(chan struct{}), planned: make(chan struct{})}
+	for _, s := range servers {
+		p, err := zktest.NewProxy(s)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, p.Close()) })
+		d.proxies = append(d.proxies, p)
+	}
+	t.Cleanup(func() { close(d.done) }) // first: the Clients' Close need their dials to end
+	return d
+}
+
+// route makes the next dials go to servers, in order, the last one for
+// good.
+func (d *dialPlan) route(servers ...int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.next = servers
+	select {
+	case <-d.planned:
+	default:
+		close(d.planned)
+	}
+}
+
+// hold makes the next dials wait for a route.
+func (d *dialPlan) hold() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.next = nil
+	select {
+	case <-d.planned:
+		d.planned = make(chan struct{})
+	default:
+	}
+}
+
+// Dial is a zk.Dialer that follows the plan.
+func (d *dialPlan) Dial(network, _ string, timeout time.Duration) (net.Conn, error) {
+	for {
+		d.mu.Lock()
+		next, planned := d.next, d.planned
+		if len(next) > 0 {
+			i := next[0]
+			if len(next) > 1 {
+				d.next = next[1:]
+			}
+			d.dialled = append(d.dialled, i)
+			d.mu.Unlock()
+			return net.DialTimeout(network, d.proxies[i].Addr(), timeout)
+		}
+		d.mu.Unlock()
+		select {
+		case <-planned:
+		case <-d.done:
+			return nil, errors.New("dialPlan: the test is over")
+		}
+	}
+}
+
+// dials returns the servers dialled so far, in order.
+func (d *dialPlan) dials() []int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.dialled)
 }

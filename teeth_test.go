@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,16 @@ var faultTeeth = []struct {
 	// prefix after a lost reply, is adopted.
 	{"TestIntegration_ProtectedCreateFindsOtherSessionsNode", []teethMutant{
 		{"dyingnode", "the other session's node was deleted"}}},
+	// CURATOR-498 on an ensemble: a session's create, delayed by a
+	// follower that lags, lands after the client moved on to a new
+	// session; the node found by its prefix is the old session's, alive.
+	{"TestIntegration_EnsembleProtectedCreateFindsOldSessionsNode", []teethMutant{
+		{"dyingnode", "the old session's node is deleted at once"}}},
+	// CURATOR-696 on an ensemble: the owner's read of a node granted at
+	// once goes out again on a new session, to a follower that lags and
+	// still shows the old session's node.
+	{"TestIntegration_EnsembleElectionOldSessionNodeOnLaggingFollower", []teethMutant{
+		{"oldsession", "Campaign does not lead on the old session's node"}}},
 	// CURATOR-498 too: a create whose reply was lost is sent again instead
 	// of finding its node, which then stands unseen before the new one.
 	{"TestIntegration_ElectionLostCreateReply", []teethMutant{
@@ -66,6 +77,16 @@ var faultTeeth = []struct {
 		{"soloanyconn", "the watch was set on an earlier connection"}}},
 }
 
+// ensembleTeeth are the tests of faultTeeth that start an ensemble of
+// their own, with settings no shared server has (local sessions, a
+// follower that lags): they run without ZK_SERVERS, which would make them
+// skip, one at a time, and not at all where ZK_SERVERS is set (they skip
+// there too).
+var ensembleTeeth = map[string]bool{
+	"TestIntegration_EnsembleProtectedCreateFindsOldSessionsNode":     true,
+	"TestIntegration_EnsembleElectionOldSessionNodeOnLaggingFollower": true,
+}
+
 // teethMutant is a broken variant (its ZKLOCK_MUTANT name) and a text that
 // the failure it causes must show, so that it fails for the right reason.
 type teethMutant struct {
@@ -77,8 +98,9 @@ type teethMutant struct {
 // tag, runs them once without a mutant (they must pass, so that a failure
 // below is the mutant's doing), and then runs each test with each of its
 // mutants: the test must fail, with the expected message. The runs use this
-// binary's shared ZooKeeper; each test runs in one process at a time, since
-// its znodes are named after it.
+// binary's shared ZooKeeper, except those of ensembleTeeth, which start
+// their own ensembles, first and one at a time; each test runs in one
+// process at a time, since its znodes are named after it.
 func TestFaultTeeth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the election and solo fault tests again, against broken variants")
@@ -87,17 +109,36 @@ func TestFaultTeeth(t *testing.T) {
 	build, err := exec.Command("go", "test", "-c", "-tags", "zklock_mutant", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "go test -c -tags zklock_mutant: %s", build)
 	servers := strings.Join(zktest.Shared(t).Servers(), ",")
+	external := os.Getenv("ZK_SERVERS") != ""
 
-	var all []string
+	var shared, own []string
 	for _, tc := range faultTeeth {
-		all = append(all, tc.test)
+		switch {
+		case !ensembleTeeth[tc.test]:
+			shared = append(shared, tc.test)
+		case !external:
+			own = append(own, tc.test)
+		}
 	}
-	out, err := runMutantTests(bin, servers, "", all...)
+	out, err := runMutantTests(bin, servers, "", shared...)
 	require.NoError(t, err, "without a mutant, the tests must pass:\n%s", out)
+	for _, test := range own {
+		out, err := runMutantTests(bin, "", "", test)
+		require.NoError(t, err, "without a mutant, the tests must pass:\n%s", out)
+		require.Contains(t, out, "--- PASS: "+test, "without a mutant, %s must pass, not skip:\n%s", test, out)
+	}
 
 	for _, tc := range faultTeeth {
 		t.Run(tc.test, func(t *testing.T) {
-			t.Parallel()
+			servers := servers
+			if ensembleTeeth[tc.test] {
+				if external {
+					t.Skip("starts an ensemble of its own, and ZK_SERVERS is set")
+				}
+				servers = "" // and not in parallel: three servers each
+			} else {
+				t.Parallel()
+			}
 			for _, m := range tc.mutants {
 				out, err := runMutantTests(bin, servers, m.name, tc.test)
 				var exit *exec.ExitError
@@ -110,14 +151,19 @@ func TestFaultTeeth(t *testing.T) {
 	}
 }
 
-// runMutantTests runs the named tests of the test binary bin, against the
-// ZooKeeper servers, with ZKLOCK_MUTANT=mutant ("": none), and returns
-// their output.
+// runMutantTests runs the named tests of the test binary bin, verbosely,
+// against the ZooKeeper servers ("": servers of their own, without
+// ZK_SERVERS), with ZKLOCK_MUTANT=mutant ("": none), and returns their
+// output.
 func runMutantTests(bin, servers, mutant string, tests ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-test.run", "^("+strings.Join(tests, "|")+")$", "-test.timeout", "2m")
-	cmd.Env = append(os.Environ(), "ZKLOCK_MUTANT="+mutant, "ZK_SERVERS="+servers)
+	cmd := exec.CommandContext(ctx, bin, "-test.run", "^("+strings.Join(tests, "|")+")$", "-test.timeout", "2m", "-test.v")
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "ZK_SERVERS=") })
+	cmd.Env = append(cmd.Env, "ZKLOCK_MUTANT="+mutant)
+	if servers != "" {
+		cmd.Env = append(cmd.Env, "ZK_SERVERS="+servers)
+	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

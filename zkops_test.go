@@ -306,3 +306,98 @@ func TestIntegration_ProtectedCreateCutOnTheWire(t *testing.T) {
 
 	assert.Equal(t, sid, c.Conn().SessionID(), "the session outlived the cuts")
 }
+
+// CURATOR-498 on an ensemble, with local sessions (a session opened on a
+// follower is that follower's alone until its first ephemeral create makes
+// it global), and no fault client. Another Client holds a Mutex; a opens a
+// session on f, a follower whose link to the leader lags, and queues. f
+// forwards a's create, behind the upgrade of a's session, to the leader,
+// where they arrive a lag later; a's connection to f drops at once, so it
+// never hears back. Its next connection goes to g, which asks the leader:
+// the leader has not heard of the session yet, so a is told it expired.
+// Its next one goes to f again, with a new session, and looks for its node
+// by the protection prefix, after a sync: the node is there, alive, of the
+// old session, which no client will touch again. a must delete it at once
+// and queue a node of its new session. One that adopted it would wait on a
+// node that goes when the old session expires (its 20s timeout, counted
+// from the upgrade), and lose its place in line then. Once the holder
+// resigns, a acquires before b, who queued after it, and they never hold
+// at once.
+func TestIntegration_EnsembleProtectedCreateFindsOldSessionsNode(t *testing.T) {
+	t.Parallel()
+	// g must hear from the leader that a's session is unknown before the
+	// leader hears of it from f: a lag after a's create.
+	const lag = 1500 * time.Millisecond
+	bg := context.Background()
+	ens := startLaggingEnsemble(t)
+	e := setupOn(t, ens.upToDate())
+	plan := newDialPlan(t, ens.servers)
+	name := "/moved-session"
+	p := e.root + name
+	holder, err := e.mutex(e.client(), name).Lock(bg)
+	require.NoError(t, err)
+	waitShown(t, ens.onF(t), holder.Path(), true)
+	ens.lag(t, lag)
+
+	plan.route(ens.f, ens.g, ens.f)
+	ca := e.clientTo(ens.servers, // three addresses: go-zookeeper pauses after it has tried all
+		zklock.WithSessionTimeout(20*time.Second),
+		zklock.WithRetryPolicy(zklock.RetryUntilElapsed{Max: 30 * time.Second, Sleep: 100 * time.Millisecond}),
+		zklock.WithZKOptions(zk.WithDialer(plan.Dial)),
+	)
+	oldSession := ca.Conn().SessionID()
+	cut := plan.proxies[ens.f].CutOnRequest(100*time.Millisecond, 1, 15) // create, create2
+	a := holdAsync(bg, e.mutex(ca, name))
+	await(t, cut, 10*time.Second)
+	require.Eventually(t, func() bool {
+		s := ca.Conn().SessionID()
+		return s != 0 && s != oldSession
+	}, 10*time.Second, 5*time.Millisecond, "a is told its session expired and opens a new one, before the leader hears of the old one")
+
+	// The old session's create reaches the leader a lag after it was sent.
+	var old string
+	require.Eventually(t, func() bool {
+		old = otherChild(e, p, holder.Path())
+		return old != ""
+	}, 10*time.Second, 5*time.Millisecond, "the old session's create reaches the leader")
+	require.Equal(t, oldSession, e.owner(old), "the node is the old session's")
+	require.Eventually(t, func() bool { return e.owner(old) == 0 },
+		10*time.Second, 5*time.Millisecond, "the old session's node is deleted at once, not left to expire with its session")
+	ens.lag(t, 0)
+
+	var mine string
+	require.Eventually(t, func() bool {
+		mine = otherChild(e, p, holder.Path())
+		return mine != "" && e.owner(mine) == ca.Conn().SessionID()
+	}, 10*time.Second, 5*time.Millisecond, "a queues a node of its new session")
+	t.Logf("dials %v; a's sessions 0x%x, then 0x%x", plan.dials(), oldSession, ca.Conn().SessionID())
+	b := holdAsync(bg, e.mutex(e.client(), name))
+	waitChildren(t, e, p, 3)
+
+	require.NoError(t, holder.Release())
+	ga := await(t, a, 10*time.Second)
+	require.NoError(t, ga.err)
+	assert.Equal(t, mine, ga.hd.Path(), "a holds the node it queued")
+	select {
+	case gb := <-b:
+		t.Fatalf("b holds beside a: %v", gb.err)
+	default:
+	}
+	require.NoError(t, ga.hd.Release())
+	gb := await(t, b, 10*time.Second)
+	require.NoError(t, gb.err)
+	require.NoError(t, gb.hd.Release())
+	assert.Empty(t, e.children(p), "no node is left")
+}
+
+// otherChild returns the path of a child of p other than the node at not,
+// or "" if there is none.
+func otherChild(e *env, p, not string) string {
+	e.t.Helper()
+	for _, ch := range e.children(p) {
+		if p+"/"+ch != not {
+			return p + "/" + ch
+		}
+	}
+	return ""
+}

@@ -2,6 +2,7 @@ package zktest
 
 import (
 	"encoding/binary"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,9 +25,9 @@ const (
 	replyHeaderLen   = 4
 )
 
-// createOps are the opcodes of requests that create nodes: create,
+// createOpcodes are the opcodes of requests that create nodes: create,
 // multi, create2, createContainer and createTTL.
-var createOps = map[int32]bool{1: true, 14: true, 15: true, 19: true, 21: true}
+var createOpcodes = []int32{1, 14, 15, 19, 21}
 
 // CutOnCreate arms a one-shot cut for the middle of a create: the next
 // request that can create a node (create, create2, createContainer,
@@ -45,10 +46,26 @@ var createOps = map[int32]bool{1: true, 14: true, 15: true, 19: true, 21: true}
 // clients create nothing before Close never closes the channel. Pause
 // and Cut work as usual on an armed proxy.
 func (p *Proxy) CutOnCreate() <-chan struct{} {
+	return p.CutOnRequest(cutReplyTimeout, createOpcodes...)
+}
+
+// CutOnRequest arms a one-shot cut like CutOnCreate's for the next request
+// whose opcode is one of ops (ZooKeeper's OpCode numbers: 1 create, 2
+// delete, 3 exists, 4 getData, 8 getChildren, 9 sync, 12 getChildren2,
+// 14 multi...), and cuts the connection once its reply has come or wait
+// after it was forwarded, whichever comes first: a short wait, such as a
+// tenth of a second, cuts a request the server cannot answer at once (a
+// write through a follower that lags, say) before its outcome is known
+// anywhere. CutOnCreate is CutOnRequest with a wait of two seconds and
+// the opcodes that create. Calling CutOnRequest again with the same wait
+// and opcodes before the cut is claimed returns the same channel;
+// otherwise it arms a new cut in place of the one armed (whose channel
+// then never closes).
+func (p *Proxy) CutOnRequest(wait time.Duration, ops ...int32) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.armed == nil || p.armed.claimed.Load() {
-		p.armed = newCutTrigger()
+	if p.armed == nil || p.armed.claimed.Load() || !p.armed.same(wait, ops) {
+		p.armed = newCutTrigger(wait, ops)
 	}
 	return p.armed.done
 }
@@ -68,8 +85,8 @@ func (f *Faults) CutOnCreate() <-chan struct{} {
 			break
 		}
 	}
-	if t == nil {
-		t = newCutTrigger()
+	if t == nil || !t.same(cutReplyTimeout, createOpcodes) {
+		t = newCutTrigger(cutReplyTimeout, createOpcodes)
 	}
 	for _, p := range f.proxies {
 		p.arm(t)
@@ -80,16 +97,35 @@ func (f *Faults) CutOnCreate() <-chan struct{} {
 // cutTrigger is a cut armed on one or more proxies; the first connection
 // to claim it carries the cut.
 type cutTrigger struct {
-	claimed atomic.Bool   // a connection has claimed the cut
-	done    chan struct{} // closed by fire
+	ops     map[int32]bool // the opcodes of the requests it cuts on; written once
+	wait    time.Duration  // how long the reply is waited for; written once
+	claimed atomic.Bool    // a connection has claimed the cut
+	done    chan struct{}  // closed by fire
 	once    sync.Once
 }
 
-func newCutTrigger() *cutTrigger { return &cutTrigger{done: make(chan struct{})} }
+func newCutTrigger(wait time.Duration, ops []int32) *cutTrigger {
+	return &cutTrigger{ops: opSet(ops), wait: wait, done: make(chan struct{})}
+}
+
+// same reports whether t cuts on exactly the opcodes ops, after wait.
+func (t *cutTrigger) same(wait time.Duration, ops []int32) bool {
+	return t.wait == wait && maps.Equal(t.ops, opSet(ops))
+}
+
+// opSet returns the set of ops.
+func opSet(ops []int32) map[int32]bool {
+	set := make(map[int32]bool, len(ops))
+	for _, op := range ops {
+		set[op] = true
+	}
+	return set
+}
 
 func (t *cutTrigger) fire() { t.once.Do(func() { close(t.done) }) }
 
-// createCut is the cut a connection claimed: the xid of its create.
+// createCut is the cut a connection claimed: the xid of its request (a
+// create, for CutOnCreate).
 type createCut struct {
 	xid     int32
 	trigger *cutTrigger
@@ -112,28 +148,49 @@ func (p *Proxy) arm(t *cutTrigger) {
 	p.armed = t
 }
 
-// claimCut disarms p and, if its trigger was still unclaimed, gives it to
-// pc for the create with the given xid, bounding the wait for the reply.
-func (p *Proxy) claimCut(pc *proxyConn, xid int32) bool {
+// claimCut, if p is armed for a request of opcode op, disarms p and, if
+// its trigger was still unclaimed, gives it to pc for the request with
+// the given xid, bounding the wait for the reply.
+func (p *Proxy) claimCut(pc *proxyConn, xid, op int32) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t := p.armed
+	if t == nil || !t.ops[op] {
+		return false
+	}
 	p.armed = nil
-	if t == nil || !t.claimed.CompareAndSwap(false, true) {
+	if !t.claimed.CompareAndSwap(false, true) {
 		return false
 	}
 	pc.cut.Store(&createCut{xid: xid, trigger: t})
 	if pc.upstream != nil {
-		pc.upstream.SetReadDeadline(time.Now().Add(cutReplyTimeout))
+		// A bound in case the rest of the request never comes; once it
+		// has been forwarded, forwarded starts the wait.
+		pc.upstream.SetReadDeadline(time.Now().Add(max(t.wait, cutReplyTimeout)))
 	}
 	return true
 }
 
+// forwarded runs after pc's client-to-server pipe has forwarded a chunk:
+// once that completed the request pc cuts on, the server has it, and the
+// wait for its reply begins.
+func (p *Proxy) forwarded(pc *proxyConn) {
+	if !pc.upCut || pc.upLeft > 0 || pc.upWaited {
+		return
+	}
+	pc.upWaited = true
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pc.upstream != nil {
+		pc.upstream.SetReadDeadline(time.Now().Add(pc.cut.Load().trigger.wait))
+	}
+}
+
 // filterUp returns the part of b, read from pc's client, to forward to
 // the server. It follows the requests' frames and, on the first request
-// that creates while p is armed, claims the cut: it then forwards the
-// rest of that request and nothing after it. Only pc's client-to-server
-// pipe calls it.
+// of an opcode p is armed for (one that creates, for CutOnCreate), claims
+// the cut: it then forwards the rest of that request and nothing after
+// it. Only pc's client-to-server pipe calls it.
 func (p *Proxy) filterUp(pc *proxyConn, b []byte) []byte {
 	if pc.upCut {
 		n := min(pc.upLeft, len(b))
@@ -144,10 +201,10 @@ func (p *Proxy) filterUp(pc *proxyConn, b []byte) []byte {
 	for off := 0; off < len(b) && !s.broken; {
 		n, done := s.advance(b[off:])
 		off += n
-		if !done || s.frames == 1 || s.n < 4+requestHeaderLen || !createOps[s.word(8)] {
+		if !done || s.frames == 1 || s.n < 4+requestHeaderLen {
 			continue
 		}
-		if p.claimCut(pc, s.word(4)) {
+		if p.claimCut(pc, s.word(4), s.word(8)) {
 			pc.upCut = true
 			n := min(s.body, len(b)-off)
 			pc.upLeft = s.body - n

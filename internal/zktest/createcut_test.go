@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,7 +144,7 @@ func TestFilterCutOnCreate(t *testing.T) {
 			p, pc := &Proxy{}, &proxyConn{down: frameScanner{hdrLen: replyHeaderLen}}
 			first, _ := p.filterDown(pc, down[:pre])
 			p.CutOnCreate()
-			if !p.claimCut(pc, 7) {
+			if !p.claimCut(pc, 7, 1) {
 				t.Fatal("claimCut on an armed proxy failed")
 			}
 			out, stop := feed(down[pre:], sizes, func(b []byte) ([]byte, bool) { return p.filterDown(pc, b) })
@@ -163,7 +164,7 @@ func TestCutOnCreateArming(t *testing.T) {
 		t.Fatal("arming twice returned a new channel")
 	}
 	pc := &proxyConn{}
-	if !p.claimCut(pc, 1) || p.claimCut(&proxyConn{}, 2) {
+	if !p.claimCut(pc, 1, 1) || p.claimCut(&proxyConn{}, 2, 1) {
 		t.Fatal("the armed cut was not claimed exactly once")
 	}
 	pc.cut.Load().trigger.fire()
@@ -183,7 +184,7 @@ func TestCutOnCreateArming(t *testing.T) {
 	if f.CutOnCreate() != fch || p1.CutOnCreate() != fch {
 		t.Fatal("arming a Faults twice returned a new channel")
 	}
-	if !p2.claimCut(&proxyConn{}, 1) || p1.claimCut(&proxyConn{}, 2) {
+	if !p2.claimCut(&proxyConn{}, 1, 15) || p1.claimCut(&proxyConn{}, 2, 1) {
 		t.Fatal("the Faults cut was not claimed exactly once")
 	}
 	if p1.armedTrigger() != nil || p2.armedTrigger() != nil {
@@ -195,8 +196,9 @@ func TestCutOnCreateArming(t *testing.T) {
 // connection with connectRsp and every later one with reply(xid), the
 // replies to one read in one write, and records the requests' xids.
 type frameServer struct {
-	ln net.Listener
-	wg sync.WaitGroup
+	ln   net.Listener
+	wg   sync.WaitGroup
+	mute atomic.Int32 // an opcode whose requests it records but never answers; 0: none
 
 	mu    sync.Mutex // guards xids and conns
 	xids  []int32
@@ -255,7 +257,9 @@ func (s *frameServer) serve(c net.Conn) {
 				s.mu.Lock()
 				s.xids = append(s.xids, sc.word(4))
 				s.mu.Unlock()
-				out = append(out, reply(sc.word(4), "ok")...)
+				if op := sc.word(8); op == 0 || op != s.mute.Load() {
+					out = append(out, reply(sc.word(4), "ok")...)
+				}
 			}
 		}
 		if _, werr := c.Write(out); werr != nil || err != nil {
@@ -313,6 +317,57 @@ func TestProxyCutOnCreate(t *testing.T) {
 		c := dialT(t, f.Proxy(i).Addr())
 		write(t, c, string(slices.Concat(connectReq, request(9, 1, "/y"))))
 		expectRead(t, c, string(slices.Concat(connectRsp, reply(9, "ok"))))
+	}
+}
+
+func TestCutOnRequestArming(t *testing.T) {
+	t.Parallel()
+	p := &Proxy{}
+	ch := p.CutOnRequest(time.Second, 3, 4)
+	if p.CutOnRequest(time.Second, 4, 3) != ch {
+		t.Fatal("arming twice alike returned a new channel")
+	}
+	if !p.claimCut(&proxyConn{}, 1, 3) {
+		t.Fatal("an exists did not claim a cut armed for it")
+	}
+	ch = p.CutOnRequest(time.Second, 3)
+	for _, other := range []<-chan struct{}{p.CutOnRequest(2*time.Second, 3), p.CutOnRequest(time.Second, 3, 4), p.CutOnCreate()} {
+		if other == ch {
+			t.Fatal("arming with another wait or other opcodes returned the armed channel")
+		}
+		ch = other
+	}
+	// Requests of other opcodes neither claim nor disarm the cut.
+	if p.claimCut(&proxyConn{}, 1, 3) || p.claimCut(&proxyConn{}, 2, 4) {
+		t.Fatal("a request that does not create claimed the create cut")
+	}
+	if p.armedTrigger() == nil || !p.claimCut(&proxyConn{}, 3, 15) {
+		t.Fatal("the create cut was disarmed by other requests")
+	}
+}
+
+// A cut with a short wait closes the connection that long after its
+// request was forwarded, when the server does not answer it, and the
+// server has the request.
+func TestProxyCutOnRequestShortWait(t *testing.T) {
+	t.Parallel()
+	srv := newFrameServer(t)
+	srv.mute.Store(3)
+	p := newProxyT(t, srv.ln.Addr().String())
+	const wait = 100 * time.Millisecond
+	ch := p.CutOnRequest(wait, 3)
+	c := dialT(t, p.Addr())
+	write(t, c, string(slices.Concat(connectReq, request(1, 4, "/a"))))
+	expectRead(t, c, string(slices.Concat(connectRsp, reply(1, "ok"))))
+	start := time.Now()
+	write(t, c, string(slices.Concat(request(2, 3, "/exists"), request(3, 4, "/after"))))
+	expectFramesThenEOF(t, c, nil)
+	if took := time.Since(start); took < wait || took >= cutReplyTimeout {
+		t.Errorf("cut %v after the request, want about %v", took, wait)
+	}
+	waitCut(t, ch)
+	if got, want := srv.seen(), []int32{1, 2}; !slices.Equal(got, want) {
+		t.Fatalf("server saw xids %v, want %v (the exists, nothing after it)", got, want)
 	}
 }
 

@@ -45,6 +45,14 @@ func startExternal(ctx context.Context, cfg Config, servers []string) (Cluster, 
 		return nil, fmt.Errorf("zktest: %s is set: Isolatable needs servers the harness starts: %w",
 			serversEnv, ErrUnsupported)
 	}
+	if cfg.Laggable {
+		return nil, fmt.Errorf("zktest: %s is set: Laggable needs servers the harness starts: %w",
+			serversEnv, ErrUnsupported)
+	}
+	if cfg.LocalSessions || cfg.SyncLimit != 0 {
+		return nil, fmt.Errorf("zktest: %s is set: LocalSessions and SyncLimit need server settings: %w",
+			serversEnv, ErrUnsupported)
+	}
 	if cfg.Port != 0 {
 		return nil, fmt.Errorf("zktest: %s is set: Port needs servers the harness starts: %w",
 			serversEnv, ErrUnsupported)

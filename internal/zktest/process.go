@@ -122,7 +122,8 @@ type procCluster struct {
 	cfg  Config
 	dir  string // temporary directory holding everything
 
-	net *isoNet // nil unless cfg.Isolatable; set before the servers start
+	net   *isoNet      // nil unless cfg.Isolatable; set before the servers start
+	links [][]*lagLink // links[i][j]: how server i reaches server j's quorum port; nil unless cfg.Laggable; set before the servers start
 
 	mu     sync.Mutex // serialises Stop, Start, Kill and Close
 	closed bool
@@ -207,6 +208,11 @@ func tryStartProcess(ctx context.Context, inst *install, cfg Config) (_ Cluster,
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Laggable {
+		if err := c.startLinks(lay); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.writeNodes(lay); err != nil {
 		return nil, err
 	}
@@ -220,8 +226,11 @@ func tryStartProcess(ctx context.Context, inst *install, cfg Config) (_ Cluster,
 	if err := c.waitAllServing(wctx, c.nodes); err != nil {
 		return nil, err
 	}
-	if c.net != nil {
+	switch {
+	case c.net != nil:
 		return &isolatableCluster{c}, nil
+	case c.links != nil:
+		return &laggableCluster{c}, nil
 	}
 	return c, nil
 }
@@ -327,7 +336,7 @@ func (c *procCluster) writeNode(i int, lay layout, stores tlsStores) (*procNode,
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, err
 	}
-	zc, err := ZooCfg(c.cfg, dataDir, id, lay.clientPorts, lay.quorumPorts, lay.electionPorts, lay.hosts)
+	zc, err := ZooCfg(c.cfg, dataDir, id, lay.clientPorts, c.quorumPortsOf(i, lay), lay.electionPorts, lay.hosts)
 	if err != nil {
 		return nil, err
 	}
@@ -738,7 +747,8 @@ func (c *procCluster) Start(i int) error {
 }
 
 // Close implements Cluster: it kills every server and removes the
-// temporary directory and, for an Isolatable cluster, its network. It reports servers that had exited by themselves
+// temporary directory and, for an Isolatable cluster, its network; for a
+// Laggable one, it closes the forwarders between the servers. It reports servers that had exited by themselves
 // (crashed), with the tail of their logs.
 func (c *procCluster) Close() error {
 	c.mu.Lock()
@@ -764,6 +774,9 @@ func (c *procCluster) Close() error {
 		if err := c.net.teardown(); err != nil {
 			errs = append(errs, fmt.Errorf("zktest: remove network: %w", err))
 		}
+	}
+	if err := c.closeLinks(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := os.RemoveAll(c.dir); err != nil {
 		errs = append(errs, fmt.Errorf("zktest: remove %s: %w", c.dir, err))

@@ -46,9 +46,10 @@ type proxyConn struct {
 	cut atomic.Pointer[createCut] // set once, by filterUp, if pc carries the cut
 
 	// Owned by the client-to-server pipe (filterUp).
-	up     frameScanner
-	upCut  bool // pc claimed the cut: forward upLeft more bytes, then none
-	upLeft int
+	up       frameScanner
+	upCut    bool // pc claimed the cut: forward upLeft more bytes, then none
+	upLeft   int
+	upWaited bool // the wait for the cut request's reply began, once it was forwarded
 
 	// Owned by the server-to-client pipe (filterDown).
 	down frameScanner
@@ -270,19 +271,20 @@ func (p *Proxy) serve(pc *proxyConn) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		p.pipe(pc, up, pc.client, func(b []byte) ([]byte, bool) { return p.filterUp(pc, b), false })
+		p.pipe(pc, up, pc.client, func(b []byte) ([]byte, bool) { return p.filterUp(pc, b), false }, func() { p.forwarded(pc) })
 	}()
 	go func() {
 		defer wg.Done()
-		p.pipe(pc, pc.client, up, func(b []byte) ([]byte, bool) { return p.filterDown(pc, b) })
+		p.pipe(pc, pc.client, up, func(b []byte) ([]byte, bool) { return p.filterDown(pc, b) }, nil)
 	}()
 	wg.Wait()
 }
 
 // pipe copies from src to dst until either fails or filter says stop,
 // holding each chunk (and the final close) while the proxy is paused, then
-// closes both sides. filter returns what of each chunk to forward.
-func (p *Proxy) pipe(pc *proxyConn, dst, src net.Conn, filter func([]byte) ([]byte, bool)) {
+// closes both sides. filter returns what of each chunk to forward; sent,
+// if not nil, runs after each chunk forwarded.
+func (p *Proxy) pipe(pc *proxyConn, dst, src net.Conn, filter func([]byte) ([]byte, bool), sent func()) {
 	defer p.closeConn(pc)
 	buf := make([]byte, 32<<10)
 	for {
@@ -304,6 +306,9 @@ func (p *Proxy) pipe(pc *proxyConn, dst, src net.Conn, filter func([]byte) ([]by
 			if len(out) > 0 {
 				if _, werr := dst.Write(out); werr != nil {
 					return
+				}
+				if sent != nil {
+					sent()
 				}
 			}
 			if stop {

@@ -30,6 +30,9 @@
 //     (see ZooCfg for why). With [Config.Isolatable], each server runs in
 //     its own network namespace instead, and the cluster is a
 //     [Partitioner]; registered backends are then skipped. With
+//     [Config.Laggable], the servers reach each other's quorum ports
+//     through forwarders of the harness, and the cluster is a [Lagger];
+//     registered backends are then skipped too. With
 //     [Config.TLS], the servers also serve TLS clients, and the cluster
 //     is a [SecureCluster]; registered backends are then skipped too.
 //
@@ -48,7 +51,9 @@
 // ([Proxy.CutOnCreate]). [ExpireSession] ends the session a proxy saw
 // granted, on the spot, as Curator's KillSession does. Servers of a
 // cluster started with
-// [Config.Isolatable] can be cut off from each other ([Partitioner]).
+// [Config.Isolatable] can be cut off from each other ([Partitioner]); a
+// server of one started with [Config.Laggable] can fall behind the
+// others while it goes on serving its clients ([Lagger]).
 package zktest
 
 import (
@@ -72,6 +77,7 @@ var ErrUnsupported = errors.New("unsupported by this zktest backend")
 const (
 	DefaultTickTime          = 200 * time.Millisecond
 	DefaultMaxSessionTimeout = 60 * time.Second
+	DefaultSyncLimit         = 5 // ticks
 )
 
 // DefaultServerJVMFlags are the process backend's heap, GC and JIT flags
@@ -154,6 +160,29 @@ type Config struct {
 	// ErrUnsupported (so StartT skips), and registered backends are not
 	// tried.
 	TLS *TLSConfig
+	// LocalSessions turns on ZooKeeper's local sessions
+	// (localSessionsEnabled and localSessionsUpgradingEnabled, ZooKeeper
+	// 3.5 and later), a production setting: a session a client opens is
+	// created by its server alone, answered without the leader, and
+	// made global (the server asks the leader) by its first ephemeral
+	// create. A local session is unknown to the other servers, so a
+	// client that moves to another server with it is told it expired.
+	LocalSessions bool
+	// SyncLimit is ZooKeeper's syncLimit, in ticks: how far a follower
+	// may fall behind the leader (a proposal unacknowledged, or silence
+	// from the leader) before one drops the other; 0 means 5. Raise it
+	// for a follower slowed down with [Lagger].
+	SyncLimit int
+	// Laggable asks for servers whose links to each other can be slowed
+	// down: the cluster then implements [Lagger]. The process backend
+	// gives each server, in its zoo.cfg, the other servers' quorum ports
+	// as ports of forwarders of the harness on 127.0.0.1, whose delay Lag
+	// sets. Only the process backend can do this, and not with
+	// Isolatable: an external ensemble (ZK_SERVERS) makes Start fail with
+	// an error wrapping ErrUnsupported (so StartT skips), Isolatable or a
+	// single server with an error, and registered backends are not
+	// tried.
+	Laggable bool
 	// Port, if not 0, is server 0's client port on 127.0.0.1;
 	// server i listens on Port+i. 0 picks free ports. Only the
 	// process backend honours it, and not with Isolatable: an external
@@ -177,6 +206,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxSessionTimeout == 0 {
 		c.MaxSessionTimeout = DefaultMaxSessionTimeout
 	}
+	if c.SyncLimit == 0 {
+		c.SyncLimit = DefaultSyncLimit
+	}
 	return c
 }
 
@@ -197,6 +229,12 @@ func (c Config) Validate() error {
 			d.MinSessionTimeout, d.MaxSessionTimeout)
 	case d.ContainerCheckInterval < 0:
 		return fmt.Errorf("zktest: config: negative ContainerCheckInterval %v", c.ContainerCheckInterval)
+	case c.SyncLimit < 0:
+		return fmt.Errorf("zktest: config: negative SyncLimit %d", c.SyncLimit)
+	case c.Laggable && c.Isolatable:
+		return fmt.Errorf("zktest: config: Laggable with Isolatable: isolated servers reach each other on their own addresses, not through the harness's forwarders")
+	case c.Laggable && d.Size < 2:
+		return fmt.Errorf("zktest: config: Laggable needs an ensemble (Size 2 or more), got %d server(s)", d.Size)
 	case c.Port < 0 || c.Port+d.Size-1 > 65535:
 		return fmt.Errorf("zktest: config: Port %d: want 1 to %d for %d server(s)", c.Port, 65536-d.Size, d.Size)
 	case c.Port != 0 && c.Isolatable:
@@ -292,8 +330,8 @@ func Start(ctx context.Context, cfg Config) (Cluster, error) {
 		return startExternal(ctx, cfg, servers)
 	}
 	for _, b := range registeredBackends() {
-		if cfg.Isolatable || cfg.TLS != nil || cfg.Port != 0 {
-			break // only the process backend can isolate servers, serve TLS or take given ports
+		if cfg.Isolatable || cfg.Laggable || cfg.TLS != nil || cfg.Port != 0 {
+			break // only the process backend can isolate or slow down servers, serve TLS or take given ports
 		}
 		actx, cancel := context.WithTimeout(ctx, availableTimeout)
 		err := b.Available(actx)

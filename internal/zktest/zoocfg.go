@@ -62,7 +62,7 @@ func ZooCfg(cfg Config, dataDir string, myID int, clientPorts, quorumPorts, elec
 	kv := func(k string, v any) { fmt.Fprintf(&b, "%s=%v\n", k, v) }
 	kv("tickTime", millis(cfg.TickTime))
 	kv("initLimit", 10)
-	kv("syncLimit", 5)
+	kv("syncLimit", cfg.SyncLimit)
 	kv("dataDir", dataDir)
 	kv("clientPort", clientPorts[myID-1])
 	kv("minSessionTimeout", millis(cfg.MinSessionTimeout))
@@ -74,6 +74,10 @@ func ZooCfg(cfg Config, dataDir string, myID int, clientPorts, quorumPorts, elec
 	kv("forceSync", "no")
 	kv("preAllocSize", 4096)
 	kv("standaloneEnabled", false)
+	if cfg.LocalSessions {
+		kv("localSessionsEnabled", true)
+		kv("localSessionsUpgradingEnabled", true)
+	}
 	for i := 0; i < n; i++ {
 		host := "127.0.0.1"
 		if hosts != nil {

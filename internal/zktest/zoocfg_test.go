@@ -30,7 +30,7 @@ func cfgLines(t *testing.T, s string) map[string]string {
 
 func TestConfigDefaults(t *testing.T) {
 	got := Config{}.WithDefaults()
-	want := Config{Size: 1, TickTime: 200 * time.Millisecond, MinSessionTimeout: 400 * time.Millisecond, MaxSessionTimeout: 60 * time.Second}
+	want := Config{Size: 1, TickTime: 200 * time.Millisecond, MinSessionTimeout: 400 * time.Millisecond, MaxSessionTimeout: 60 * time.Second, SyncLimit: 5}
 	if got != want {
 		t.Errorf("Config{}.WithDefaults() = %+v, want %+v", got, want)
 	}
@@ -122,6 +122,37 @@ func TestZooCfgEnsemble(t *testing.T) {
 	}
 	if got := cfgLines(t, s); got["server.2"] != "127.0.0.1:4:6" {
 		t.Errorf("server.2 = %q, want 127.0.0.1:4:6", got["server.2"])
+	}
+}
+
+// Local sessions and a syncLimit of the caller's: the settings of an
+// ensemble whose follower may lag.
+func TestZooCfgLocalSessionsAndSyncLimit(t *testing.T) {
+	cfg := Config{Size: 3, LocalSessions: true, SyncLimit: 40}
+	s, err := ZooCfg(cfg, "/d", 1, []int{1, 2, 3}, []int{11, 12, 13}, []int{21, 22, 23}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfgLines(t, s)
+	for k, v := range map[string]string{
+		"syncLimit":                     "40",
+		"localSessionsEnabled":          "true",
+		"localSessionsUpgradingEnabled": "true",
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	s, err = ZooCfg(Config{Size: 3}, "/d", 1, []int{1, 2, 3}, []int{11, 12, 13}, []int{21, 22, 23}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = cfgLines(t, s)
+	if _, ok := got["localSessionsEnabled"]; ok {
+		t.Errorf("localSessionsEnabled set without LocalSessions")
+	}
+	if got["syncLimit"] != "5" {
+		t.Errorf("default syncLimit = %q, want 5", got["syncLimit"])
 	}
 }
 
