@@ -20,7 +20,7 @@ type held struct {
 	done    <-chan struct{}  // closed when the hold ends (lost or released)
 	ended   <-chan time.Time // receives, once, when done was seen closed
 	release func() error
-	cause   func() error // why the hold ended; nil for a lease
+	cause   func() error // why the hold ended; nil as leases had before (the checker's tests replay it)
 }
 
 // recipe is how a worker takes one kind of hold.
@@ -60,18 +60,16 @@ func heldOf(h *zklock.Hold) (held, error) {
 		cause: func() error { return context.Cause(hctx) }}, nil
 }
 
-// leaseRecipe takes leases of s.
+// leaseRecipe takes leases of s, through their Holds as every other
+// kind: a lease that ended before its token was learnt (Lease.Token would
+// say 0) is an acquire that failed, not a section with no token.
 func leaseRecipe(s *zklock.Semaphore, resource string) recipe {
 	return recipe{kind: kindLease, resource: resource, acquire: func(ctx context.Context) (held, error) {
 		l, err := s.Acquire(ctx)
 		if err != nil {
 			return held{}, err
 		}
-		ended := make(chan time.Time, 1)
-		lctx := l.Context()
-		context.AfterFunc(lctx, func() { ended <- time.Now() })
-		return held{token: l.Token(), check: l.CheckOp(), done: l.Done(), ended: ended, release: l.Release,
-			cause: func() error { return context.Cause(lctx) }}, nil
+		return heldOf(l.Hold())
 	}}
 }
 
