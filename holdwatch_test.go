@@ -72,6 +72,12 @@ func holdMany(t *testing.T, e *env, c *zklock.Client, dir string, n int) ([]*zkl
 	return holds, mutexes
 }
 
+// requests returns how many requests cc has counted.
+func requests(cc *countConn) int {
+	n, _ := cc.total()
+	return n
+}
+
 // heapInUse returns the bytes of live heap, after a collection.
 func heapInUse() int64 {
 	runtime.GC()
@@ -100,95 +106,24 @@ func standing(holds []*zklock.Hold) int {
 	return n
 }
 
-// requestCounter counts the requests a Client sends, by kind.
-type requestCounter struct {
-	zklock.ZKConn
-	n atomic.Int64
-}
-
-func (r *requestCounter) Get(p string) ([]byte, *zk.Stat, error) {
-	r.n.Add(1)
-	return r.ZKConn.Get(p)
-}
-
-func (r *requestCounter) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	r.n.Add(1)
-	return r.ZKConn.GetW(p)
-}
-
-func (r *requestCounter) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	r.n.Add(1)
-	return r.ZKConn.ExistsW(p)
-}
-
-func (r *requestCounter) Exists(p string) (bool, *zk.Stat, error) {
-	r.n.Add(1)
-	return r.ZKConn.Exists(p)
-}
-
-func (r *requestCounter) Children(p string) ([]string, *zk.Stat, error) {
-	r.n.Add(1)
-	return r.ZKConn.Children(p)
-}
-
-func (r *requestCounter) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	r.n.Add(1)
-	return r.ZKConn.ChildrenW(p)
-}
-
-func (r *requestCounter) Create(p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
-	r.n.Add(1)
-	return r.ZKConn.Create(p, data, flags, acl)
-}
-
-func (r *requestCounter) Delete(p string, version int32) error {
-	r.n.Add(1)
-	return r.ZKConn.Delete(p, version)
-}
-
-func (r *requestCounter) CreateContainer(p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
-	r.n.Add(1)
-	return r.ZKConn.CreateContainer(p, data, flags, acl)
-}
-
-func (r *requestCounter) Multi(ops ...any) ([]zk.MultiResponse, error) {
-	r.n.Add(1)
-	return r.ZKConn.Multi(ops...)
-}
-
-func (r *requestCounter) Sync(p string) (string, error) {
-	r.n.Add(1)
-	return r.ZKConn.Sync(p)
-}
-
-// countingClient connects a Client whose requests rc counts.
-func countingClient(e *env, opts ...zklock.Option) (*zklock.Client, *requestCounter) {
-	rc := &requestCounter{}
-	c := e.client(append(opts, zklock.WithConnWrapper(func(real zklock.ZKConn) zklock.ZKConn {
-		rc.ZKConn = real
-		return rc
-	}))...)
-	return c, rc
-}
-
 // A Client keeps no goroutine per hold: 10,000 distinct locks held at
 // once add a handful of goroutines, not 10,000, and following them sends
 // no request. The Client forgets each node when its hold ends. (Not
 // parallel: it counts the process's goroutines.)
 func TestIntegration_ManyHoldsNoGoroutineEach(t *testing.T) {
 	e := setup(t)
-	c, rc := countingClient(e)
+	c, cc := e.countingClient()
 	before, heap := runtime.NumGoroutine(), heapInUse()
 	holds, mutexes := holdMany(t, e, c, "many", manyLocks)
 	added, perHold := runtime.NumGoroutine()-before, (heapInUse()-heap)/manyLocks
 	runtime.KeepAlive(mutexes)
 	t.Logf("%d holds: %d goroutines more, %.2f requests and %d bytes of heap per hold (its Mutex included)",
-		manyLocks, added, float64(rc.n.Load())/manyLocks, perHold)
+		manyLocks, added, float64(requests(cc))/manyLocks, perHold)
 	assert.Less(t, added, 50, "no goroutine per hold")
 	assert.Equal(t, manyLocks, zklock.FollowedNodes(c))
-	sent := rc.n.Load()
+	sent := requests(cc)
 	require.NoError(t, c.Ping(context.Background())) // a round trip: anything queued before it has been sent
-	assert.Equal(t, sent+1, rc.n.Load(), "holding sends nothing")
+	assert.Equal(t, sent+1, requests(cc), "holding sends nothing")
 	releaseAll(holds)
 	assert.Zero(t, zklock.FollowedNodes(c), "every node forgotten once its hold ended")
 	assert.Zero(t, standing(holds))
@@ -250,17 +185,17 @@ func TestIntegration_ManyHoldsConnectionEvent(t *testing.T) {
 			e := setup(t)
 			link := e.link()
 			rec := newLogRecorder(slog.LevelWarn)
-			c, rc := countingClient(e, zklock.WithErrorPolicy(tc.policy), zklock.WithLogger(slog.New(rec)),
+			c, cc := e.countingClient(zklock.WithErrorPolicy(tc.policy), zklock.WithLogger(slog.New(rec)),
 				zklock.WithZKOptions(zk.WithDialer(link.Dial)))
 			holds, _ := holdMany(t, e, c, "conn", manyLocks/2)
 			defer releaseAll(holds)
-			sent := rc.n.Load()
+			sent := requests(cc)
 			tc.fault(t, link)
 			waitState(t, c, 15*time.Second, zklock.StateReconnected)
 			if tc.cause == "" {
 				require.NoError(t, c.Ping(context.Background()))
 				assert.Equal(t, manyLocks/2, standing(holds), "a short cut loses nothing under SessionPolicy")
-				assert.Equal(t, sent+1, rc.n.Load(), "the reconnect sends no request but the Ping")
+				assert.Equal(t, sent+1, requests(cc), "the reconnect sends no request but the Ping")
 				return
 			}
 			for _, hd := range holds {
