@@ -225,3 +225,49 @@ func firstMessages(rec *logRecorder, n int) []string {
 	m := rec.messages()
 	return m[:min(n, len(m))]
 }
+
+// A Client of NewClient, which gets no event callback, follows each held
+// node with a goroutine of its own: a hold granted at once, and one
+// granted after waiting (whose node's watch was set while it waited), each
+// learns that its node was deleted, right after a data change (whose
+// watch is set again meanwhile); and the Client then follows no node.
+func TestIntegration_WrappedHoldsLearnOfDeletion(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	conn, events, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(quietLogger{}))
+	require.NoError(t, err)
+	defer conn.Close()
+	c := zklock.NewClient(conn, events)
+	defer c.Close()
+	bg := context.Background()
+
+	first := e.mutex(c, "/at-once")
+	atOnce, err := first.Lock(bg)
+	require.NoError(t, err)
+	other, err := e.mutex(e.client(), "/waited").Lock(bg)
+	require.NoError(t, err)
+	waited := e.mutex(c, "/waited")
+	got := acquireAsync(bg, waited)
+	waitChildren(t, e, e.root+"/waited", 2)
+	require.NoError(t, other.Release())
+	a := await(t, got, 10*time.Second)
+	require.NoError(t, a.err)
+
+	for _, h := range []struct {
+		name string
+		m    *zklock.Mutex
+		ctx  context.Context
+	}{{"at once", first, atOnce.Context()}, {"after waiting", waited, a.ctx}} {
+		node := h.m.LockPath(h.ctx)
+		require.NotEmpty(t, node, h.name)
+		// A write fires the watch, which is set again; the delete right
+		// behind it is seen either way: by that read, or by the new watch.
+		_, err := e.admin.Set(node, []byte("a write"), -1)
+		require.NoError(t, err)
+		require.NoError(t, e.admin.Delete(node, -1))
+		waitDone(t, h.ctx, 10*time.Second)
+		require.ErrorIs(t, context.Cause(h.ctx), zklock.ErrLockLost, h.name)
+		assert.Contains(t, context.Cause(h.ctx).Error(), "deleted", h.name)
+	}
+	require.Eventually(t, func() bool { return zklock.FollowedNodes(c) == 0 }, 10*time.Second, 5*time.Millisecond)
+}
