@@ -226,21 +226,36 @@ func firstMessages(rec *logRecorder, n int) []string {
 	return m[:min(n, len(m))]
 }
 
-// A Client of NewClient, which gets no event callback, follows each held
-// node with a goroutine of its own: a hold granted at once, and one
-// granted after waiting (whose node's watch was set while it waited), each
-// learns that its node was deleted, right after a data change (whose
-// watch is set again meanwhile); and the Client then follows no node.
-func TestIntegration_WrappedHoldsLearnOfDeletion(t *testing.T) {
+// A held node deleted right after a data change (whose watch is set
+// again meanwhile) ends its hold, for a hold granted at once and for one
+// granted after waiting (whose node's watch was set while it waited), on
+// a Client of Connect (its node events come through the callback) and on
+// one of NewClient (no callback: a goroutine follows each held node's
+// watch); the Client then follows no node.
+func TestIntegration_HoldsLearnOfDeletion(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
-	conn, events, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(quietLogger{}))
-	require.NoError(t, err)
-	defer conn.Close()
-	c := zklock.NewClient(conn, events)
-	defer c.Close()
-	bg := context.Background()
+	for _, wrapped := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Connect", true: "NewClient"}[wrapped], func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			c := e.client()
+			if wrapped {
+				conn, events, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(quietLogger{}))
+				require.NoError(t, err)
+				defer conn.Close()
+				c = zklock.NewClient(conn, events)
+				defer c.Close()
+			}
+			holdThenDelete(t, e, c)
+		})
+	}
+}
 
+// holdThenDelete takes two holds on c, one at once and one after waiting,
+// writes to each one's node and deletes it, and checks each hold learns
+// of it.
+func holdThenDelete(t *testing.T, e *env, c *zklock.Client) {
+	bg := context.Background()
 	first := e.mutex(c, "/at-once")
 	atOnce, err := first.Lock(bg)
 	require.NoError(t, err)
