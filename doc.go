@@ -112,7 +112,10 @@
 //     return an error wrapping ErrLockLost, and Release clears the hold;
 //   - the observer set with [WithObserver] receives an [EventLost], and
 //     the logger set with [WithLogger] a Warn record "zklock: hold lost"
-//     with the path, node and cause.
+//     with the path, node and cause, except for losses to a connection
+//     change (a suspension under StandardPolicy, a lost session) or to
+//     Close, which the Client sums up in one Warn record per cause
+//     ("zklock: holds lost", with how many) and logs one by one at Debug.
 //
 // # Fencing
 //
@@ -150,8 +153,9 @@
 // released" (held); each revocation request "zklock: revocation
 // requested": all at Debug level, with the path, the recipe and the story's
 // id, so a logger at Info or above costs acquire and release nothing. A
-// lost hold is logged at Warn with its cause, and connection state changes
-// at Info.
+// lost hold is logged at Warn with its cause (holds lost together to a
+// connection change, in one record), and connection state changes at
+// Info.
 //
 // [WithObserver] receives the same events as values ([Event]), for
 // metrics and tracing: every acquire ends in one outcome, every hold in
