@@ -112,10 +112,11 @@
 //     return an error wrapping ErrLockLost, and Release clears the hold;
 //   - the observer set with [WithObserver] receives an [EventLost], and
 //     the logger set with [WithLogger] a Warn record "zklock: hold lost"
-//     with the path, node and cause, except for losses to a connection
-//     change (a suspension under StandardPolicy, a lost session) or to
-//     Close, which the Client sums up in one Warn record per cause
-//     ("zklock: holds lost", with how many) and logs one by one at Debug.
+//     with the path, node and cause; holds lost together to a connection
+//     change (a suspension under StandardPolicy, a lost session) are
+//     summed up in one Warn record per cause ("zklock: holds lost", with
+//     how many), and those Close ends in one record of its own, each
+//     hold's loss then logged at Debug.
 //
 // # Fencing
 //
