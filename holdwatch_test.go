@@ -23,7 +23,7 @@ import (
 // shows.
 const manyLocks = 10000
 
-// holdMany takes n distinct locks on c (under e's root, in dir), from 64
+// holdMany takes n distinct locks on c (under e's root, in dir), from 16
 // goroutines, and returns their Holds and Mutexes, in lock order. The
 // locks' parents are made first, as a service that takes a lock per job
 // finds them after the first time.
@@ -44,8 +44,10 @@ func holdMany(t *testing.T, e *env, c *zklock.Client, dir string, n int) ([]*zkl
 	holds, mutexes := make([]*zklock.Hold, n), make([]*zklock.Mutex, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for range 64 {
+	// 16 at once: enough to keep requests in flight, few enough not to
+	// starve the other test binaries that share the machine with -race.
+	errs := make(chan error, 16)
+	for range 16 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

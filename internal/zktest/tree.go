@@ -85,12 +85,18 @@ func WaitNoEphemerals(t testing.TB, conn *zk.Conn, root string, timeout time.Dur
 // DeleteTree deletes root and everything under it, ignoring nodes that do
 // not exist (or disappear meanwhile). For root "/" it deletes everything
 // except / and /zookeeper. Children created concurrently can make it fail
-// with zk.ErrNotEmpty after a few retries.
+// with zk.ErrNotEmpty after a few retries. A request that meets a
+// connection loss (a busy machine's server can miss a ping) is sent again
+// once go-zookeeper has reconnected, for up to treeRetryFor.
 func DeleteTree(conn *zk.Conn, root string) error {
 	var del func(p string) error
 	del = func(p string) error {
 		for attempt := 0; ; attempt++ {
-			children, _, err := conn.Children(p)
+			var children []string
+			err := retryConnLoss(func() (err error) {
+				children, _, err = conn.Children(p)
+				return err
+			})
 			if errors.Is(err, zk.ErrNoNode) {
 				return nil
 			}
@@ -109,9 +115,9 @@ func DeleteTree(conn *zk.Conn, root string) error {
 			if p == "/" {
 				return nil
 			}
-			err = conn.Delete(p, -1)
+			err = retryConnLoss(func() error { return conn.Delete(p, -1) })
 			if err == nil || errors.Is(err, zk.ErrNoNode) {
-				return nil
+				return nil // a delete sent again may find its first attempt's work done
 			}
 			if !errors.Is(err, zk.ErrNotEmpty) || attempt >= 3 {
 				return fmt.Errorf("zktest: delete tree: delete %s: %w", p, err)
@@ -119,6 +125,24 @@ func DeleteTree(conn *zk.Conn, root string) error {
 		}
 	}
 	return del(root)
+}
+
+// treeRetryFor bounds how long DeleteTree sends a request again after
+// connection losses.
+const treeRetryFor = 30 * time.Second
+
+// retryConnLoss runs op, and again while it fails with a connection loss
+// (the session lives on; go-zookeeper reconnects by itself), for up to
+// treeRetryFor.
+func retryConnLoss(op func() error) error {
+	deadline := time.Now().Add(treeRetryFor)
+	for {
+		err := op()
+		if !errors.Is(err, zk.ErrConnectionClosed) && !errors.Is(err, zk.ErrNoServer) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(pollInterval)
+	}
 }
 
 // CreatePath creates p and its missing ancestors as empty persistent
