@@ -8,13 +8,14 @@ import "sync"
 // trips, not one each; more would only queue in go-zookeeper.
 const backgroundWorkers = 64
 
-// backgroundQueue runs a Client's background work (freeing lost holds,
-// deletes that could not be done at once) on at most backgroundWorkers
-// goroutines, however much is queued: a mass loss costs a queue entry per
-// hold, not a goroutine. Close waits for what runs; once Close has begun,
-// work is run on the caller's goroutine instead for a wrapped connection,
-// whose nodes outlive the Client, and dropped for a connection of the
-// Client's own, which ends its session and its nodes with it.
+// backgroundQueue runs a Client's background work (see Client.cleanup:
+// freeing lost holds, deletes that could not be done at once) on at most
+// backgroundWorkers goroutines, however much is queued: a mass loss costs
+// a queue entry per hold, not a goroutine. Close waits for what runs; once
+// Close has begun, work is run on the caller's goroutine instead for a
+// wrapped connection, whose nodes outlive the Client, and dropped for a
+// connection of the Client's own, which ends its session and its nodes
+// with it.
 type backgroundQueue struct {
 	c *Client
 

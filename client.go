@@ -521,14 +521,13 @@ func (c *Client) goFunc(f func()) bool {
 	return true
 }
 
-// cleanup runs f, a clean-up loop, in the background. Once Close has begun
-// it runs f on the caller's goroutine instead, for a wrapped connection
-// (which lives on, and its nodes with it; see untilDone): closing the
-// session deletes the nodes of a connection the Client owns.
+// cleanup runs f, clean-up work, in the background, on the Client's
+// background queue. Once Close has begun it runs f on the caller's
+// goroutine instead, for a wrapped connection (which lives on, and its
+// nodes with it; see untilDone): closing the session deletes the nodes of
+// a connection the Client owns.
 func (c *Client) cleanup(f func()) {
-	if !c.goFunc(f) && !c.ownsConn {
-		f()
-	}
+	c.background.add(f)
 }
 
 // fullPath maps a caller's path into the namespace.

@@ -73,13 +73,6 @@ func (w *holdWatch) drop(n *lockNode) {
 	w.mu.Unlock()
 }
 
-// forget forgets the node at p: it is deleted.
-func (w *holdWatch) forget(p string) {
-	w.mu.Lock()
-	delete(w.nodes, p)
-	w.mu.Unlock()
-}
-
 // len returns the number of nodes followed, for tests.
 func (w *holdWatch) len() int {
 	w.mu.Lock()
@@ -122,7 +115,7 @@ func (w *holdWatch) take(h *hold, snap snapshot, onRevoke func(string)) bool {
 	}
 	switch {
 	case fired == zk.EventNodeDeleted:
-		w.lose([]lostHold{{h, nodeGoneLoss(h)}})
+		w.lose([]lostHold{{h, lossBy(h, errNodeGone)}})
 	case set:
 		w.setWatch(e, h)
 	}
@@ -190,10 +183,8 @@ func (w *holdWatch) setWatch(e *watched, h *hold) {
 					continue
 				}
 			}
-			if err != nil {
-				if h.ctx.Err() == nil { // not ended meanwhile
-					w.lose([]lostHold{{h, lossBy(h, err)}})
-				}
+			if err != nil { // a hold that ended meanwhile stays as it ended
+				w.lose([]lostHold{{h, lossBy(h, err)}})
 				return
 			}
 			if !w.routed {
@@ -274,14 +265,9 @@ func (w *holdWatch) lose(lost []lostHold) {
 			byCause[cause]++
 		}
 		h := l.h
-		w.c.background.add(func() { h.freed() })
+		w.c.cleanup(func() { h.freed() })
 	}
 	for cause, n := range byCause {
 		w.c.log.Warn("zklock: holds lost", "holds", n, "cause", cause.String())
 	}
-}
-
-// nodeGoneLoss is the loss of h whose node was deleted.
-func nodeGoneLoss(h *hold) error {
-	return lossBy(h, errNodeGone)
 }

@@ -247,7 +247,7 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, to grantTo
 	}
 	// Give the internal lock up without waiting for the delete's reply:
 	// the next acquirer waits for it, our caller need not.
-	defer c.cleanup(func() { c.deleteNode(lock.path) })
+	defer c.cleanup(func() { c.deleteLockNode(lock) })
 	nodes, first, err := s.createLeases(ctx, n)
 	if err != nil {
 		return nil, err

@@ -436,7 +436,6 @@ func (c *Client) deleteLockNode(n *lockNode) error {
 // in the background. A delete that goes on in the background is reported
 // as an event of st, a hold's story, or of none (st's zero value).
 func (c *Client) deleteNodeGone(p string, st story) (bool, error) {
-	c.holds.forget(p)
 	if c.ownsConn && c.usable() != nil {
 		c.log.Debug("zklock: closing: the node ends with the session", "path", p)
 		return false, nil
@@ -468,7 +467,7 @@ func (c *Client) deleteNodeGone(p string, st story) (bool, error) {
 		st = story{c: c} // a node of no hold: no ID, recipe or path
 	}
 	st.emit(Event{Kind: EventDeleteRetried, Node: c.relPath(p), Err: err})
-	c.background.add(func() {
+	c.cleanup(func() {
 		defer c.bgDeletes.Add(-1)
 		c.untilDone(func() (bool, error) { return c.deleteOnce(p) })
 	})
