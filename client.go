@@ -45,6 +45,7 @@ type Client struct {
 	lives    liveTable     // holds that stand, per lock
 	solos    soloTable     // what the Client knows of each lock it takes alone (see solo)
 	holding  atomic.Int64  // holds that stand, in all
+	fencing  atomic.Bool   // a token was asked: holds learn theirs as they are granted (see holdWatch.learn)
 	obs      *observer     // nil without WithObserver
 
 	holds      *holdWatch       // follows the nodes of the holds, and ends those lost

@@ -49,6 +49,7 @@ func SoloReady(m *Mutex) bool {
 	return m.li.solo.ready(m.c.connEpoch())
 }
 
-// FollowedNodes reports how many own nodes the Client's holdWatch follows:
-// its holds' and its waiters'.
-func FollowedNodes(c *Client) int { return c.holds.len() }
+// FollowedNodes reports how many own nodes the Client's holdWatch follows
+// (its holds' and its waiters'), and how many lock parents whose child
+// watch a listing on its way or a hold relies on.
+func FollowedNodes(c *Client) (nodes, parents int) { return c.holds.len() }

@@ -119,6 +119,7 @@ func (hd *Hold) Token() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	hd.h.learn()
 	select {
 	case <-n.learned():
 	case <-hd.h.ctx.Done():
@@ -415,6 +416,14 @@ func (h *hold) watch(snap snapshot, onRevoke func(string)) bool {
 	return false
 }
 
+// learn makes the hold's node learn its token, if it relies on its
+// parent's watch (see holdWatch.learn), before a wait for the token.
+func (h *hold) learn() {
+	if h.c != nil && h.node != nil {
+		h.c.holds.learn(h)
+	}
+}
+
 // lossBy returns the loss of h that following its node failed with.
 func lossBy(h *hold, err error) error {
 	switch {
@@ -432,6 +441,7 @@ func lossBy(h *hold, err error) error {
 // is the hold's own context and so ends with it.
 func (h *hold) token(ctx context.Context, what, path string) (int64, error) {
 	var ctxErr error
+	h.learn()
 	select {
 	case <-h.node.learned():
 	case <-h.ctx.Done():

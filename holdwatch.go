@@ -24,13 +24,34 @@ import (
 // on the network: setting a watch again after a data change (a revocation
 // request) runs on a goroutine while it lasts, and the nodes of lost holds
 // are deleted by the Client's background queue.
+//
+// A hold granted at once, from the listing sent behind its create, need
+// not watch its own node (see parentWatch): that listing set a child watch
+// on the lock's parent, whose first event after it tells of any change of
+// the children, our node's deletion included. Such a hold watches its own
+// node only when that event comes, or when its token is asked: an
+// uncontended lock then costs two requests, its create and its listing,
+// as zk.Lock's does, and still learns of its loss.
 type holdWatch struct {
 	c      *Client
 	routed bool // node events come through the Client's callback
 
-	mu    sync.Mutex
-	nodes map[string]*watched // by full path; guarded by mu
-	swept sessionFacts        // the session facts of the last sweep; guarded by mu
+	mu      sync.Mutex
+	nodes   map[string]*watched     // by full path; guarded by mu
+	parents map[string]*parentWatch // by the parent's full path; guarded by mu
+	swept   sessionFacts            // the session facts of the last sweep; guarded by mu
+}
+
+// parentWatch is the child watch on one lock's parent that its listings
+// set, as the holdWatch follows it: the count of its events, and the holds
+// that rely on it. It stays in holdWatch.parents while a listing is on its
+// way (from before it is sent, so that no event after it can be missed) or
+// a hold relies on it.
+type parentWatch struct {
+	path   string
+	refs   int        // listings not yet decided on, and holds in holds; guarded by holdWatch.mu
+	events uint64     // child events seen; guarded by holdWatch.mu
+	holds  []*watched // holds relying on it; an entry whose pw is no longer this one is stale; guarded by holdWatch.mu
 }
 
 // watched is one node of holdWatch: a waiter's, until its hold takes it.
@@ -41,10 +62,115 @@ type watched struct {
 	fired    zk.EventType // an event that came before h: a deletion beats a data change; 0 for none
 	setting  bool         // the watch is being set again
 	again    bool         // and another data change came meanwhile
+	pw       *parentWatch // the parent's watch h relies on instead of its own, or nil
 }
 
 func newHoldWatch(c *Client, routed bool) *holdWatch {
-	return &holdWatch{c: c, routed: routed, nodes: make(map[string]*watched)}
+	return &holdWatch{c: c, routed: routed, nodes: make(map[string]*watched), parents: make(map[string]*parentWatch)}
+}
+
+// listing records that a listing of parent that sets a child watch is
+// about to be sent, and returns the parent's watch and its count of events
+// so far, for the node the listing will show (see listed). It returns nil
+// for a Client without the callback, whose listings set no watch.
+func (w *holdWatch) listing(parent string) (*parentWatch, uint64) {
+	if !w.routed {
+		return nil, 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	pw := w.parents[parent]
+	if pw == nil {
+		pw = &parentWatch{path: parent}
+		w.parents[parent] = pw
+	}
+	pw.refs++
+	return pw, pw.events
+}
+
+// listed ends a listing recorded by listing: n, if not nil, is the node it
+// showed, which may rely on the parent's watch if granted at once (see
+// take); any other outcome lets the parent's watch go.
+func (w *holdWatch) listed(pw *parentWatch, events uint64, n *lockNode) {
+	if pw == nil {
+		return
+	}
+	if n != nil {
+		n.pw, n.pwEvents = pw, events
+		return
+	}
+	w.mu.Lock()
+	w.unrefLocked(pw)
+	w.mu.Unlock()
+}
+
+// unrefLocked lets one reference to pw go; w.mu must be held.
+func (w *holdWatch) unrefLocked(pw *parentWatch) {
+	pw.refs--
+	if pw.refs == 0 && w.parents[pw.path] == pw {
+		delete(w.parents, pw.path)
+	}
+}
+
+// unlist lets n's listing's reference to the parent's watch go, if it
+// still has it.
+func (w *holdWatch) unlist(n *lockNode) {
+	w.mu.Lock()
+	w.unlistLocked(n)
+	w.mu.Unlock()
+}
+
+// unlistLocked lets n's listing's reference to the parent's watch go, if
+// it still has it; w.mu must be held.
+func (w *holdWatch) unlistLocked(n *lockNode) {
+	if n.pw != nil {
+		w.unrefLocked(n.pw)
+		n.pw = nil
+	}
+}
+
+// childEvent applies an event of the child watch on a lock's parent: every
+// hold that relied on it watches its own node from now on.
+func (w *holdWatch) childEvent(parent string) {
+	if mutant("parentblind") { // test-only (zklock_mutant): a hold granted at once trusts its parent's watch, and never hears it fire
+		return
+	}
+	w.mu.Lock()
+	pw := w.parents[parent]
+	if pw == nil {
+		w.mu.Unlock()
+		return
+	}
+	pw.events++
+	var set []*watched
+	for _, e := range pw.holds {
+		if e.pw == pw {
+			e.pw, e.setting = nil, true
+			w.unrefLocked(pw)
+			set = append(set, e)
+		}
+	}
+	pw.holds = nil
+	w.mu.Unlock()
+	for _, e := range set {
+		w.setWatch(e, e.h)
+	}
+}
+
+// learn makes h, if it relies on its parent's watch, watch its own node,
+// which learns its token; Token calls it before waiting for the token.
+func (w *holdWatch) learn(h *hold) {
+	w.c.fencing.Store(true) // from now on, holds learn their token as they are granted
+	w.mu.Lock()
+	e := w.nodes[h.node.path]
+	if e == nil || e.h != h || e.pw == nil {
+		w.mu.Unlock()
+		return
+	}
+	w.unrefLocked(e.pw)
+	e.pw, e.setting = nil, true
+	w.mu.Unlock()
+	w.setWatch(e, h)
 }
 
 // expect records n, an own node whose watch is about to be set, so that
@@ -69,15 +195,20 @@ func (w *holdWatch) expect(n *lockNode) {
 func (w *holdWatch) drop(n *lockNode) {
 	w.mu.Lock()
 	n.dropped = true
+	w.unlistLocked(n)
+	if e := w.nodes[n.path]; e != nil && e.pw != nil {
+		w.unrefLocked(e.pw)
+		e.pw = nil
+	}
 	delete(w.nodes, n.path)
 	w.mu.Unlock()
 }
 
-// len returns the number of nodes followed, for tests.
-func (w *holdWatch) len() int {
+// len returns the number of nodes and parents followed, for tests.
+func (w *holdWatch) len() (nodes, parents int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.nodes)
+	return len(w.nodes), len(w.parents)
 }
 
 // take makes h, just granted, the owner of its node's entry, under the
@@ -102,6 +233,13 @@ func (w *holdWatch) take(h *hold, snap snapshot, onRevoke func(string)) bool {
 	fired := e.fired
 	e.fired = 0
 	set := !known || fired == zk.EventNodeDataChanged
+	if pw := n.pw; set && pw != nil && fired == 0 && onRevoke == nil && pw.events == n.pwEvents && !w.c.fencing.Load() {
+		// Granted at once, from a listing whose child watch has not fired
+		// since it was sent: that watch tells of our node's deletion.
+		n.pw, e.pw, set = nil, pw, false
+		pw.holds = append(pw.holds, e)
+	}
+	w.unlistLocked(n)
 	e.setting = set
 	w.mu.Unlock()
 	if known && !w.routed {
@@ -127,7 +265,11 @@ func (w *holdWatch) take(h *hold, snap snapshot, onRevoke func(string)) bool {
 func (w *holdWatch) event(ev zk.Event) {
 	var err error
 	switch {
+	case ev.Type == zk.EventNodeChildrenChanged:
+		w.childEvent(ev.Path)
+		return
 	case ev.Type == zk.EventNodeDeleted:
+		w.childEvent(ev.Path) // a deleted parent had no child left
 		err = errNodeGone
 	case ev.Type == zk.EventNodeDataChanged:
 	case ev.Type == zk.EventNotWatching && !w.routed:

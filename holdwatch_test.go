@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,11 +68,13 @@ func holdMany(t *testing.T, e *env, c *zklock.Client, dir string, n int) ([]*zkl
 	wg.Wait()
 	close(errs)
 	require.NoError(t, <-errs)
-	for _, hd := range holds { // each hold's watch is set: its token is known
-		_, err := hd.Token()
-		require.NoError(t, err)
-	}
 	return holds, mutexes
+}
+
+// followed returns how many nodes and parents c's holdWatch follows.
+func followed(c *zklock.Client) int {
+	nodes, parents := zklock.FollowedNodes(c)
+	return nodes + parents
 }
 
 // requests returns how many requests cc has counted.
@@ -122,12 +125,15 @@ func TestIntegration_ManyHoldsNoGoroutineEach(t *testing.T) {
 	t.Logf("%d holds: %d goroutines more, %.2f requests and %d bytes of heap per hold (its Mutex included)",
 		manyLocks, added, float64(requests(cc))/manyLocks, perHold)
 	assert.Less(t, added, 50, "no goroutine per hold")
-	assert.Equal(t, manyLocks, zklock.FollowedNodes(c))
+	nodes, parents := zklock.FollowedNodes(c)
+	assert.Equal(t, manyLocks, nodes)
+	assert.Equal(t, manyLocks, parents, "each hold, granted at once, relies on its parent's watch")
+	assert.InDelta(t, 2, float64(requests(cc))/manyLocks, 0.05, "a lock taken at once costs its create and its listing")
 	sent := requests(cc)
 	require.NoError(t, c.Ping(context.Background())) // a round trip: anything queued before it has been sent
 	assert.Equal(t, sent+1, requests(cc), "holding sends nothing")
 	releaseAll(holds)
-	assert.Zero(t, zklock.FollowedNodes(c), "every node forgotten once its hold ended")
+	assert.Zero(t, followed(c), "every node forgotten once its hold ended")
 	assert.Zero(t, standing(holds))
 }
 
@@ -286,5 +292,98 @@ func holdThenDelete(t *testing.T, e *env, c *zklock.Client) {
 		require.ErrorIs(t, context.Cause(h.ctx), zklock.ErrLockLost, h.name)
 		assert.Contains(t, context.Cause(h.ctx).Error(), "deleted", h.name)
 	}
-	require.Eventually(t, func() bool { return zklock.FollowedNodes(c) == 0 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return followed(c) == 0 }, 10*time.Second, 5*time.Millisecond)
+}
+
+// A hold granted at once relies on the child watch that its listing, sent
+// behind its create, set on the lock's parent, not on a watch of its own:
+// taking it costs two requests, as zk.Lock's does. It still learns of its
+// loss, in every order of events: its node deleted while nothing else
+// changed; deleted after a waiter came (whose create fired the parent's
+// watch, so the hold now watches its own node); deleted while its
+// connection swallowed every reply (go-zookeeper sets the parent's watch
+// again at the reconnect, and ZooKeeper fires it for the change it
+// missed). Its token, when asked, costs one request.
+func TestIntegration_HeldAtOnceFollowsParent(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		fault func(t *testing.T, e *env, link *kit.Link, node string, m *zklock.Mutex)
+	}{
+		{"deleted", func(t *testing.T, e *env, _ *kit.Link, node string, _ *zklock.Mutex) {
+			require.NoError(t, e.admin.Delete(node, -1))
+		}},
+		{"after a waiter", func(t *testing.T, e *env, _ *kit.Link, node string, m *zklock.Mutex) {
+			w := e.mutex(e.client(), strings.TrimPrefix(m.Path(), e.root))
+			waiter := acquireAsync(context.Background(), w)
+			waitChildren(t, e, m.Path(), 2)
+			require.NoError(t, e.admin.Delete(node, -1))
+			a := await(t, waiter, 10*time.Second)
+			require.NoError(t, a.err)
+			require.NoError(t, w.Release(a.ctx))
+		}},
+		{"during a blackhole", func(t *testing.T, e *env, link *kit.Link, node string, _ *zklock.Mutex) {
+			link.Blackhole()
+			require.NoError(t, e.admin.Delete(node, -1)) // its event is swallowed
+			link.Restore()
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			link := e.link()
+			c, cc := e.countingClient(zklock.WithErrorPolicy(zklock.SessionPolicy), zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+			e.create(e.root + "/lock") // made before, as a lock taken again finds it
+			m := e.mutex(c, "/lock")
+			hd, err := m.Lock(context.Background())
+			require.NoError(t, err)
+			_, parents := zklock.FollowedNodes(c)
+			assert.Equal(t, 1, parents, "the hold relies on its parent's watch")
+			_, ops := cc.total()
+			assert.Equal(t, 2, requests(cc), "a create and its listing: %v", ops)
+			tc.fault(t, e, link, m.LockPath(hd.Context()), m)
+			waitDone(t, hd.Context(), 15*time.Second)
+			require.ErrorIs(t, hd.Err(), zklock.ErrLockLost)
+			assert.Contains(t, hd.Err().Error(), "deleted")
+			_, ops = cc.total()
+			assert.Equal(t, 3, requests(cc)-ops["delete"], "and one read of its own node once the parent changed: %v", ops)
+			require.Eventually(t, func() bool { return followed(c) == 0 }, 10*time.Second, 5*time.Millisecond)
+		})
+	}
+}
+
+// The token of a hold that relies on its parent's watch is read when
+// asked, and is its node's creation zxid; from then on the Client reads
+// each new hold's token as it is granted, as a fencing user wants.
+func TestIntegration_HeldAtOnceTokenWhenAsked(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c, cc := e.countingClient()
+	e.create(e.root + "/lock")
+	e.create(e.root + "/other")
+	m := e.mutex(c, "/lock")
+	hd, err := m.Lock(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 2, requests(cc))
+	token, err := hd.Token()
+	require.NoError(t, err)
+	_, st, err := e.admin.Get(m.LockPath(hd.Context()))
+	require.NoError(t, err)
+	assert.Equal(t, st.Czxid, token)
+	assert.Equal(t, 3, requests(cc), "the token costs one read")
+	_, parents := zklock.FollowedNodes(c)
+	assert.Zero(t, parents, "the hold watches its own node now")
+
+	other := e.mutex(c, "/other")
+	hd2, err := other.Lock(context.Background())
+	require.NoError(t, err)
+	_, parents = zklock.FollowedNodes(c)
+	assert.Zero(t, parents, "a fencing Client's hold reads its token at once")
+	token2, err := hd2.Token()
+	require.NoError(t, err)
+	assert.Greater(t, token2, token)
+	require.NoError(t, hd.Release())
+	require.NoError(t, hd2.Release())
+	assert.Zero(t, followed(c))
 }

@@ -80,6 +80,13 @@ type lockNode struct {
 
 	dropped bool // its wait or hold is over: its Client's holdWatch no longer follows it (guarded by holdWatch.mu)
 
+	// The child watch on the parent that the listing sent behind its
+	// create set, and that watch's count of events before it was sent,
+	// until its Client's holdWatch decides whether its hold relies on it
+	// (see holdWatch.take); nil for none. Guarded by holdWatch.mu.
+	pw       *parentWatch
+	pwEvents uint64
+
 	solo *solo // its Mutex's, told when the node is deleted; may be nil
 }
 
@@ -256,6 +263,7 @@ func (li *lockInternals) create(ctx context.Context, req acquireReq) (*lockNode,
 	}
 	if n.session, err = c.createdIn(ctx, n.path, sid); err == nil && n.session != pre.session {
 		listed = nil
+		c.holds.unlist(n) // its grant will rest on another listing
 		pre, err = c.awaitSession(ctx, n.session)
 	}
 	return n, listed, pre, err
@@ -330,14 +338,25 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 		children []string
 		parent   *zk.Stat
 	}
+	// The listing sets a child watch on the parent, which a hold granted
+	// from it relies on instead of a watch of its own (see holdWatch).
+	pw, events := c.holds.listing(li.basePath)
 	cctx, sent, listed, ok := readBehind(ctx, c, func() listing {
-		children, st, err := c.zc.Children(li.basePath)
+		var children []string
+		var st *zk.Stat
+		var err error
+		if pw != nil {
+			children, st, _, err = c.zc.ChildrenW(li.basePath)
+		} else {
+			children, st, err = c.zc.Children(li.basePath)
+		}
 		if err != nil {
 			return listing{}
 		}
 		return listing{children, st}
 	})
 	if !ok {
+		c.holds.listed(pw, events, nil)
 		return nil, nil, nil, ErrClosed
 	}
 	// A custom driver may create otherwise: then the listing follows the
@@ -345,6 +364,7 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 	p, err := li.driver.CreateNode(cctx, c, path.Join(li.basePath, li.lockName), data)
 	sent()
 	if err != nil {
+		c.holds.listed(pw, events, nil) // the listing may still be on its way: a spare event is harmless
 		return nil, nil, nil, err
 	}
 	n := li.newNode(p, snap.session)
@@ -355,8 +375,10 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 	case <-c.closing:
 	}
 	if !slices.Contains(l.children, n.name) {
+		c.holds.listed(pw, events, nil)
 		return n, nil, nil, nil
 	}
+	c.holds.listed(pw, events, n)
 	return n, l.children, l.parent, nil
 }
 

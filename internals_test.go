@@ -228,8 +228,8 @@ func TestIntegration_MutexManyAbandonedWaits(t *testing.T) {
 	require.NoError(t, waiter.Release(a.ctx))
 	// And the Client follows none of the abandoned waits' nodes, nor the
 	// released hold's: none is left to be followed forever.
-	require.Eventually(t, func() bool { return zklock.FollowedNodes(c) == 0 },
-		10*time.Second, 5*time.Millisecond, "the Client follows %d nodes", zklock.FollowedNodes(c))
+	require.Eventually(t, func() bool { return followed(c) == 0 },
+		10*time.Second, 5*time.Millisecond, "the Client follows %d nodes and parents", followed(c))
 }
 
 // countConn counts the requests a Client sends, by operation.

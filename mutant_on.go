@@ -19,6 +19,8 @@ import "os"
 // solo path "soloblind" (the parent's watch is trusted after it fired),
 // "solonoseq" (any sequence number proves), "solostanding" (our last node
 // counts as gone while it stands), "soloczxid" (a watch on another parent
-// proves) and "soloanyconn" (a watch set on another connection proves).
+// proves) and "soloanyconn" (a watch set on another connection proves),
+// and "parentblind" (a hold granted at once never hears its parent's child
+// watch fire).
 // Never build a release with this tag.
 var mutantName = os.Getenv("ZKLOCK_MUTANT")

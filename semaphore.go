@@ -513,6 +513,7 @@ func (l *Lease) Token() int64 {
 	if l == nil || l.h == nil {
 		return 0
 	}
+	l.h.learn()
 	select {
 	case <-l.h.node.learned():
 		return l.h.node.czxid

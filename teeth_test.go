@@ -71,6 +71,10 @@ var faultTeeth = []struct {
 		{"solonoseq", "the other participant holds the lock"}}},
 	{"TestIntegration_SoloSameMutexWaits", []teethMutant{
 		{"solostanding", "the first hold stands"}}},
+	// A hold granted at once relies on its parent's child watch, and
+	// does not hear it fire.
+	{"TestIntegration_HeldAtOnceFollowsParent", []teethMutant{
+		{"parentblind", "context not done within"}}},
 	// And a watch on another parent, or set on another connection.
 	{"TestSoloProof", []teethMutant{
 		{"soloczxid", "the watch is on another parent"},
