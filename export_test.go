@@ -1,5 +1,10 @@
 package zklock
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Test hooks: unexported helpers exposed to the black-box tests.
 var (
 	SortChildren     = sortChildren
@@ -53,3 +58,19 @@ func SoloReady(m *Mutex) bool {
 // (its holds' and its waiters'), and how many lock parents whose child
 // watch a listing on its way or a hold relies on.
 func FollowedNodes(c *Client) (nodes, parents int) { return c.holds.len() }
+
+// Followed describes what the Client's holdWatch follows, for a failure
+// message.
+func Followed(c *Client) string {
+	w := c.holds
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var b strings.Builder
+	for p, e := range w.nodes {
+		fmt.Fprintf(&b, "node %s (hold %v, parent %v); ", p, e.h != nil, e.pw != nil)
+	}
+	for p, pw := range w.parents {
+		fmt.Fprintf(&b, "parent %s (refs %d, holds %d); ", p, pw.refs, len(pw.holds))
+	}
+	return b.String()
+}

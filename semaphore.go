@@ -246,8 +246,13 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, to grantTo
 		return nil, err
 	}
 	// Give the internal lock up without waiting for the delete's reply:
-	// the next acquirer waits for it, our caller need not.
-	defer c.cleanup(func() { c.deleteLockNode(lock) })
+	// the next acquirer waits for it, our caller need not. The Client
+	// forgets the node at once: a cleanup may never run on a closing
+	// Client.
+	defer func() {
+		c.holds.drop(lock)
+		c.cleanup(func() { c.deleteLockNode(lock) })
+	}()
 	nodes, first, err := s.createLeases(ctx, n)
 	if err != nil {
 		return nil, err
