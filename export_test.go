@@ -74,3 +74,17 @@ func Followed(c *Client) string {
 	}
 	return b.String()
 }
+
+// WatchesSettled reports whether the Client's holdWatch sets no watch at
+// the moment: every hold's node is watched, or relies on its parent's.
+func WatchesSettled(c *Client) bool {
+	w := c.holds
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.nodes {
+		if e.setting {
+			return false
+		}
+	}
+	return true
+}

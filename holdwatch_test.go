@@ -68,6 +68,9 @@ func holdMany(t *testing.T, e *env, c *zklock.Client, dir string, n int) ([]*zkl
 	wg.Wait()
 	close(errs)
 	require.NoError(t, <-errs)
+	// The few whose listing overtook their create watch their own nodes:
+	// wait until those watches are set, so that no request is left to send.
+	require.Eventually(t, func() bool { return zklock.WatchesSettled(c) }, 10*time.Second, time.Millisecond)
 	return holds, mutexes
 }
 
