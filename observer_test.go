@@ -3,6 +3,7 @@ package zklock_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os/exec"
 	"strconv"
@@ -401,8 +402,18 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	log := newEventLog()
-	c := e.client(zklock.WithObserver(log.observe))
+	// c's Observer stops at the first loss that c's Close reports, until
+	// resume is closed: acquires made meanwhile are made on a closed Client.
+	closing, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	c := e.client(zklock.WithObserver(func(ev zklock.Event) {
+		log.observe(ev)
+		if ev.Kind == zklock.EventLost && ev.Cause == zklock.CauseClosed {
+			once.Do(func() { close(closing); <-resume })
+		}
+	}))
 	other := e.client()
+	bg := context.Background()
 	path := e.root + "/busy"
 	m := e.mutex(c, "/busy")
 	held, err := e.mutex(other, "/busy").Lock(context.Background())
@@ -431,6 +442,18 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 	require.ErrorIs(t, await(t, w, 10*time.Second).err, context.Canceled)
 	_, out = log.outcome(t, path, 3)
 	assert.Equal(t, zklock.CauseCanceled, out.Cause)
+
+	// Refused before it queues, by every recipe: a context already
+	// cancelled, a deadline already passed, a bound ContextWithMaxHold
+	// refuses. Each tells its story all the same.
+	cancelled, cancel := context.WithCancel(bg)
+	cancel()
+	log.refused(t, refusals(t, c, e.root+"/cancelled"), cancelled, context.Canceled, zklock.CauseCanceled)
+	late, cancel := context.WithDeadline(bg, time.Now().Add(-time.Second))
+	defer cancel()
+	log.refused(t, refusals(t, c, e.root+"/late"), late, context.DeadlineExceeded, zklock.CauseTimeout)
+	log.refused(t, refusals(t, c, e.root+"/badbound"), zklock.ContextWithMaxHold(bg, 0), zklock.ErrInvalidArgument, zklock.CauseOther)
+	refusedAfterShutdown(t, e, log)
 
 	require.NoError(t, held.Release())
 	h, err := m.Lock(context.Background())
@@ -479,7 +502,16 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 	waitParticipants(t, m, 2)
 	atClose, err := e.mutex(c, "/atclose").Lock(context.Background())
 	require.NoError(t, err)
-	require.NoError(t, c.Close())
+	afterClose := refusals(t, c, e.root+"/closed")
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	await(t, closing, 10*time.Second) // Close has begun, and waits for the Observer
+	for _, r := range afterClose {
+		require.ErrorIs(t, r.acquire(bg), zklock.ErrClosed, r.path)
+	}
+	close(resume)
+	require.NoError(t, await(t, closed, 10*time.Second))
+	log.told(t, afterClose, zklock.CauseClosed)
 	require.ErrorIs(t, await(t, w, 10*time.Second).err, zklock.ErrClosed)
 	require.ErrorIs(t, atClose.Err(), zklock.ErrLockLost)
 	// Delivered by Close: nothing comes after it.
@@ -491,6 +523,111 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 	assert.Equal(t, zklock.CauseClosed, end.Cause)
 	require.NoError(t, held.Release())
 	log.checkStories(t)
+}
+
+// refusedAfterShutdown checks that once a Shutdown has begun, every
+// recipe's acquire on the Client is refused with ErrClosed, and tells its
+// story.
+func refusedAfterShutdown(t *testing.T, e *env, log *eventLog) {
+	t.Helper()
+	bg := context.Background()
+	c := e.client(zklock.WithObserver(log.observe))
+	busy, err := e.mutex(e.client(), "/shutdown-busy").Lock(bg)
+	require.NoError(t, err)
+	waiting := e.mutex(c, "/shutdown-busy")
+	w := acquireAsync(bg, waiting)
+	waitParticipants(t, waiting, 2)
+	standing, err := e.mutex(c, "/standing").Lock(bg)
+	require.NoError(t, err)
+	rs := refusals(t, c, e.root+"/shutdown")
+	shut := make(chan error, 1)
+	go func() { shut <- c.Shutdown(bg) }()
+	require.ErrorIs(t, await(t, w, 10*time.Second).err, zklock.ErrClosed) // the Shutdown has begun
+	log.refused(t, rs, bg, zklock.ErrClosed, zklock.CauseClosed)
+	require.NoError(t, standing.Release())
+	require.NoError(t, await(t, shut, 10*time.Second))
+	require.NoError(t, busy.Release())
+}
+
+// refusal is an acquire of one recipe, whose story has that recipe and
+// path.
+type refusal struct {
+	recipe  zklock.Recipe
+	path    string
+	acquire func(ctx context.Context) error // releases what it was granted, and then fails
+}
+
+// errGranted is a refusal's error when it was granted.
+var errGranted = errors.New("granted")
+
+// refusals returns an acquire of each recipe on c, each on a path of its
+// own under dir.
+func refusals(t *testing.T, c *zklock.Client, dir string) []refusal {
+	t.Helper()
+	held := func(h *zklock.Hold, err error) error {
+		if err != nil {
+			return err
+		}
+		return errors.Join(errGranted, h.Release())
+	}
+	m, err := zklock.NewMutex(c, dir+"/mutex")
+	require.NoError(t, err)
+	rwRead, err := zklock.NewReadWriteLock(c, dir+"/read")
+	require.NoError(t, err)
+	rwWrite, err := zklock.NewReadWriteLock(c, dir+"/write")
+	require.NoError(t, err)
+	sem, err := zklock.NewSemaphore(c, dir+"/semaphore", 2)
+	require.NoError(t, err)
+	sm, err := zklock.NewSemaphoreMutex(c, dir+"/semaphore-mutex")
+	require.NoError(t, err)
+	ml, err := zklock.NewMultiLockPaths(c, dir+"/m1", dir+"/m2")
+	require.NoError(t, err)
+	el, err := zklock.NewElection(c, dir+"/election", "me")
+	require.NoError(t, err)
+	sel, err := zklock.NewSelector(c, dir+"/selector", "me")
+	require.NoError(t, err)
+	return []refusal{
+		{zklock.RecipeMutex, dir + "/mutex", func(ctx context.Context) error { return held(m.Lock(ctx)) }},
+		{zklock.RecipeRead, dir + "/read", func(ctx context.Context) error { return held(rwRead.ReadLock().Lock(ctx)) }},
+		{zklock.RecipeWrite, dir + "/write", func(ctx context.Context) error { return held(rwWrite.WriteLock().Lock(ctx)) }},
+		{zklock.RecipeSemaphore, dir + "/semaphore", func(ctx context.Context) error {
+			l, err := sem.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			return errors.Join(errGranted, l.Release())
+		}},
+		{zklock.RecipeSemaphoreMutex, dir + "/semaphore-mutex", func(ctx context.Context) error { return held(sm.Lock(ctx)) }},
+		{zklock.RecipeMulti, dir + "/m1," + dir + "/m2", func(ctx context.Context) error { return held(ml.Lock(ctx)) }},
+		{zklock.RecipeElection, dir + "/election", func(ctx context.Context) error { return held(el.Campaign(ctx)) }},
+		{zklock.RecipeSelector, dir + "/selector", func(ctx context.Context) error {
+			return sel.Lead(ctx, func(context.Context) error { return errGranted })
+		}},
+	}
+}
+
+// refused runs each acquire of rs with ctx, which must fail with want, and
+// checks that each told its story (see told).
+func (l *eventLog) refused(t *testing.T, rs []refusal, ctx context.Context, want error, cause zklock.Cause) {
+	t.Helper()
+	for _, r := range rs {
+		require.ErrorIs(t, r.acquire(ctx), want, r.path)
+	}
+	l.told(t, rs, cause)
+}
+
+// told checks that each acquire of rs told its story: started, then
+// failed with cause, under one ID and the acquire's recipe.
+func (l *eventLog) told(t *testing.T, rs []refusal, cause zklock.Cause) {
+	t.Helper()
+	for _, r := range rs {
+		started, out := l.outcome(t, r.path, 1)
+		assert.Equal(t, r.recipe, started.Recipe, r.path)
+		assert.Equal(t, zklock.EventAcquireFailed, out.Kind, r.path)
+		assert.Equal(t, r.recipe, out.Recipe, r.path)
+		assert.Equal(t, cause, out.Cause, "%s: %v", r.path, out.Err)
+		assert.Error(t, out.Err, r.path)
+	}
 }
 
 // Every recipe tells its stories under its own kind: start, grant and
