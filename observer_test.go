@@ -704,6 +704,195 @@ func TestIntegration_ObserverRecipeKinds(t *testing.T) {
 	log.checkStories(t)
 }
 
+// Every recipe's failures and losses carry its Recipe and the ID of their
+// start: an acquire that finds the lock busy (a Try; a wait cut short by
+// its deadline for the recipes that have no Try), and a hold that its
+// maximum hold time ends, whose EventLost says how long it was held. A
+// revocation request is told under the story of the hold it asks for.
+func TestIntegration_ObserverRecipeKindsOfFailuresAndLosses(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	log := newEventLog()
+	c := e.client(zklock.WithObserver(log.observe))
+	other := e.client()
+	bg := context.Background()
+	for _, tk := range takers() {
+		name := tk.recipe.String()
+		busyAt, lostAt := e.root+"/busy/"+name, e.root+"/lost/"+name
+		block := tk.blocker
+		if block == nil {
+			block = tk.take
+		}
+		b, err := block(bg, other, busyAt, false)
+		require.NoError(t, err, name)
+		ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+		_, err = tk.take(ctx, c, busyAt, true)
+		cancel()
+		want, cause := error(zklock.ErrLocked), zklock.CauseBusy
+		if !tk.hasTry {
+			want, cause = context.DeadlineExceeded, zklock.CauseTimeout
+		}
+		require.ErrorIs(t, err, want, name)
+		started, out := log.outcome(t, tk.story(busyAt), 1)
+		assert.Equal(t, tk.recipe, started.Recipe, name)
+		assert.Equal(t, zklock.EventAcquireFailed, out.Kind, name)
+		assert.Equal(t, tk.recipe, out.Recipe, name)
+		assert.Equal(t, cause, out.Cause, name)
+		require.NoError(t, b.Release(), name)
+
+		h, err := tk.take(zklock.ContextWithMaxHold(bg, maxHoldTest), c, lostAt, false)
+		require.NoError(t, err, name)
+		waitDone(t, h.Context(), 10*time.Second)
+		require.ErrorIs(t, h.Err(), zklock.ErrMaxHold, name)
+		require.ErrorIs(t, h.Release(), zklock.ErrLockLost, name)
+		started, out = log.outcome(t, tk.story(lostAt), 1)
+		assert.Equal(t, zklock.EventAcquired, out.Kind, name)
+		end := log.end(t, started.ID)
+		assert.Equal(t, zklock.EventLost, end.Kind, name)
+		assert.Equal(t, tk.recipe, end.Recipe, name)
+		assert.Equal(t, zklock.CauseMaxHold, end.Cause, name)
+		assert.GreaterOrEqual(t, end.Held, maxHoldTest-50*time.Millisecond, "%s: held until the bound", name)
+		assert.Less(t, end.Held, maxHoldTest+3*time.Second, name)
+	}
+
+	rw, err := zklock.NewReadWriteLock(c, e.root+"/revocable-rw")
+	require.NoError(t, err)
+	for _, m := range []*zklock.Mutex{e.mutex(c, "/revocable"), rw.WriteLock()} {
+		revoked := make(chan struct{}, 1)
+		m.MakeRevocable(func(*zklock.Mutex) { revoked <- struct{}{} })
+		h, err := m.Lock(bg)
+		require.NoError(t, err)
+		require.NoError(t, zklock.Revoke(bg, other, h.Path()))
+		await(t, revoked, 10*time.Second)
+		started, out := log.outcome(t, m.Path(), 1)
+		rev := log.await(t, 10*time.Second, "revocation of "+h.Path(), func(ev zklock.Event) bool {
+			return ev.Kind == zklock.EventRevocationRequested && ev.Node == h.Path()
+		})
+		assert.Equal(t, started.ID, rev.ID, "the revocation is told under the hold's story")
+		assert.Equal(t, out.Recipe, rev.Recipe)
+		assert.Equal(t, m.Path(), rev.Path)
+		require.NoError(t, h.Release())
+	}
+	assert.Equal(t, zklock.RecipeWrite, log.await(t, time.Second, "write revocation", func(ev zklock.Event) bool {
+		return ev.Kind == zklock.EventRevocationRequested && ev.Path == rw.WriteLock().Path()
+	}).Recipe)
+	log.checkStories(t)
+}
+
+// taker takes the lock of one recipe at p on c with ctx, without waiting
+// when try is set and the recipe has a Try.
+type taker struct {
+	recipe  zklock.Recipe
+	hasTry  bool
+	story   func(p string) string                                                             // the path of its stories for a lock at p
+	take    func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) // returns the hold
+	blocker func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) // another participant's hold that makes take wait; nil: take's
+}
+
+// takers returns a taker of each recipe.
+func takers() []taker {
+	self := func(p string) string { return p }
+	lock := func(l zklock.Locker, err error) func(ctx context.Context, try bool) (heldLike, error) {
+		return func(ctx context.Context, try bool) (heldLike, error) {
+			if err != nil {
+				return nil, err
+			}
+			type locker interface {
+				Lock(context.Context) (*zklock.Hold, error)
+				TryLock(context.Context) (*zklock.Hold, error)
+			}
+			take := l.(locker).Lock
+			if try {
+				take = l.(locker).TryLock
+			}
+			return take(ctx)
+		}
+	}
+	mutex := func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) {
+		return lock(zklock.NewMutex(c, p))(ctx, try)
+	}
+	side := func(write bool) func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) {
+		return func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) {
+			rw, err := zklock.NewReadWriteLock(c, p)
+			if err != nil {
+				return nil, err
+			}
+			if write {
+				return lock(rw.WriteLock(), nil)(ctx, try)
+			}
+			return lock(rw.ReadLock(), nil)(ctx, try)
+		}
+	}
+	lease := func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) {
+		s, err := zklock.NewSemaphore(c, p, 1)
+		if err != nil {
+			return nil, err
+		}
+		take := s.Acquire
+		if try {
+			take = s.TryAcquire
+		}
+		l, err := take(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return l.Hold(), nil
+	}
+	semMutex := func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) {
+		return lock(zklock.NewSemaphoreMutex(c, p))(ctx, try)
+	}
+	multi := func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) {
+		return lock(zklock.NewMultiLockPaths(c, p+"/a", p+"/b"))(ctx, try)
+	}
+	multiBlocker := func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) {
+		return mutex(ctx, c, p+"/b", try)
+	}
+	leader := func(ctx context.Context, c *zklock.Client, p string, _ bool) (heldLike, error) {
+		el, err := zklock.NewElection(c, p, "me")
+		if err != nil {
+			return nil, err
+		}
+		return el.Campaign(ctx)
+	}
+	return []taker{
+		{recipe: zklock.RecipeMutex, hasTry: true, story: self, take: mutex},
+		{recipe: zklock.RecipeRead, hasTry: true, story: self, take: side(false), blocker: side(true)},
+		{recipe: zklock.RecipeWrite, hasTry: true, story: self, take: side(true)},
+		{recipe: zklock.RecipeSemaphore, hasTry: true, story: self, take: lease},
+		{recipe: zklock.RecipeSemaphoreMutex, hasTry: true, story: self, take: semMutex},
+		{recipe: zklock.RecipeMulti, hasTry: true, story: func(p string) string { return p + "/a," + p + "/b" }, take: multi, blocker: multiBlocker},
+		{recipe: zklock.RecipeElection, story: self, take: leader},
+		{recipe: zklock.RecipeSelector, story: self, take: selectorTerm},
+	}
+}
+
+// selectorTerm takes a Selector's term at p on c with ctx: its function stays
+// until the term is lost or released.
+func selectorTerm(ctx context.Context, c *zklock.Client, p string, _ bool) (heldLike, error) {
+	s, err := zklock.NewSelector(c, p, "me")
+	if err != nil {
+		return nil, err
+	}
+	tm := &stuckTerm{unstick: make(chan struct{}), done: make(chan error, 1)}
+	leading := make(chan context.Context, 1)
+	go func() {
+		tm.done <- s.Lead(ctx, func(lctx context.Context) error {
+			leading <- lctx
+			select {
+			case <-tm.unstick:
+			case <-lctx.Done():
+			}
+			return nil
+		})
+	}()
+	select {
+	case tm.ctx = <-leading:
+		return tm, nil
+	case err := <-tm.done:
+		return nil, err
+	}
+}
+
 func TestRecipeAndCauseNames(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, "", zklock.Recipe(0).String())
