@@ -148,12 +148,13 @@
 // # Logging and metrics
 //
 // The Client logs through the [log/slog] logger set with [WithLogger]
-// (by default nothing). Each acquire that queues logs "zklock: acquire
-// started" and then "zklock: acquired" (node, wait, position) or "zklock:
-// acquire failed" (wait, cause, err); each hold's end logs "zklock:
-// released" (held); each revocation request "zklock: revocation
-// requested": all at Debug level, with the path, the recipe and the story's
-// id, so a logger at Info or above costs acquire and release nothing. A
+// (by default nothing). Each acquire, also one refused before it queues,
+// logs "zklock: acquire started" and then "zklock: acquired" (node, wait,
+// position) or "zklock: acquire failed" (wait, cause, err); each hold's
+// end logs "zklock: released" (held); each revocation request "zklock:
+// revocation requested": all at Debug level, with the path, the recipe and
+// the story's id, so a logger at Info or above costs acquire and release
+// nothing. A
 // lost hold is logged at Warn with its cause (holds lost together to a
 // connection change, in one record), and connection state changes at
 // Info.

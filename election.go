@@ -112,7 +112,7 @@ func electionEngine(c *Client, what, p, id, lockName string, opts []LockOption) 
 // ctx.Err() (and its cause), ErrClosed, or the ZooKeeper error, and leaves
 // no node behind.
 func (e *Election) Campaign(ctx context.Context) (*Hold, error) {
-	if err := e.usable(ctx, "campaign"); err != nil {
+	if err := e.valid(ctx, "campaign"); err != nil {
 		return nil, err
 	}
 	return campaign(ctx, e.c, &e.li, e.id, "leadership "+e.path, e.path, &e.live)
@@ -120,30 +120,26 @@ func (e *Election) Campaign(ctx context.Context) (*Hold, error) {
 
 // campaign is Election.Campaign on the engine li.
 func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p string, live *atomic.Int32) (*Hold, error) {
-	if ctx.Err() != nil {
-		return nil, opErr(ctx, "campaign", p, ctx.Err())
-	}
 	key := holdKey{li.id()}
 	release := func(h *hold) func() error { return func() error { return h.release(p) } }
-	if h, _ := ctx.Value(key).(*hold); h != nil && h.enter() {
+	if h, _ := ctx.Value(key).(*hold); h != nil && ctx.Err() == nil && h.enter() {
 		return newHandle(h, h.ctx, p, release(h)), nil
 	}
-	actx, stop, maxHold, err := c.acquiring(ctx, li.maxHold)
+	a, err := c.acquiring(ctx, RecipeElection, "campaign", p, li.maxHold, nil)
 	if err != nil {
-		return nil, opErr(ctx, "campaign", p, err)
+		return nil, err
 	}
-	defer stop()
-	st := beginStory(c, RecipeElection, p)
+	defer a.stop()
 	var first string // the leader, as the engine last saw it
-	node, snap, err := acquireOwned(actx, c, li, id, &first)
+	node, snap, err := acquireOwned(a.ctx, c, li, id, &first)
 	if err != nil {
-		return nil, st.failed(opErr(ctx, "campaign", p, c.nameHolder(ctx, shutdownErr(ctx, actx, err), p, first)))
+		return nil, a.failed(opErr(ctx, "campaign", p, c.nameHolder(ctx, shutdownErr(ctx, a.ctx, err), p, first)))
 	}
-	h := newHold(c, ctx, holdSpec{key: key, name: name, path: p, node: node, live: live, story: st, maxHold: maxHold})
+	h := newHold(c, ctx, holdSpec{key: key, name: name, path: p, node: node, live: live, story: a.story, maxHold: a.maxHold})
 	if !h.watch(snap, nil) {
-		return nil, st.failed(opErr(ctx, "campaign", p, ErrClosed))
+		return nil, a.failed(opErr(ctx, "campaign", p, ErrClosed))
 	}
-	st.granted(h)
+	a.granted(h)
 	return newHandle(h, h.ctx, p, release(h)), nil
 }
 
@@ -257,14 +253,22 @@ func (e *Election) IsLeader() bool {
 	return e != nil && e.live.Load() > 0
 }
 
-// usable returns an error wrapping ErrInvalidArgument for an Election not
-// made by NewElection, or a nil ctx, and ErrClosed on a closed Client.
-func (e *Election) usable(ctx context.Context, what string) error {
+// valid returns an error wrapping ErrInvalidArgument for an Election not
+// made by NewElection, or a nil ctx.
+func (e *Election) valid(ctx context.Context, what string) error {
 	switch {
 	case e == nil || e.c == nil:
 		return wrapf(ErrInvalidArgument, "%s: Election not made by NewElection", what)
 	case ctx == nil:
 		return wrapf(ErrInvalidArgument, "%s %s: nil context", what, e.path)
+	}
+	return nil
+}
+
+// usable is valid, and returns ErrClosed on a closed Client.
+func (e *Election) usable(ctx context.Context, what string) error {
+	if err := e.valid(ctx, what); err != nil {
+		return err
 	}
 	if err := e.c.usable(); err != nil {
 		return wrapf(err, "%s %s", what, e.path)

@@ -24,8 +24,10 @@ var (
 	// ErrLockLost is the cause of a hold context that was cancelled because
 	// the hold ended without a Release: the connection was suspended (under
 	// StandardPolicy), the session was lost, the lock node was deleted by
-	// someone else, or the Client was closed. Release of such a hold clears
-	// the local state and returns an error wrapping ErrLockLost.
+	// someone else, the hold's maximum hold time passed (the cause wraps
+	// [ErrMaxHold] too; see [WithMaxHold]), or the Client was closed. Release
+	// of such a hold clears the local state and returns an error wrapping
+	// ErrLockLost.
 	ErrLockLost = errors.New("zklock: lock lost")
 
 	// ErrReleased is the cause of a hold context that was cancelled because
@@ -49,7 +51,10 @@ var (
 	ErrInvalidArgument = errors.New("zklock: invalid argument")
 
 	// ErrClosed is returned by every operation on a closed Client, and by an
-	// Acquire that was waiting when the Client was closed.
+	// Acquire that was waiting when the Client was closed. Once a
+	// [Client.Shutdown] has begun, it is returned by every new acquire and
+	// by those that were waiting, while the holds that stand are left to
+	// their owners until Shutdown closes the Client.
 	ErrClosed = errors.New("zklock: client closed")
 
 	// ErrNotConnected is returned by [Client.Ping], and by TryLock and

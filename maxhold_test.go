@@ -71,6 +71,20 @@ func recipesUnderTest() []recipeUnderTest {
 		require.NoError(t, err)
 		return h.Release
 	}
+	rwWrite := func(t *testing.T, c *zklock.Client, p string, opts ...zklock.LockOption) heldLike {
+		rw, err := zklock.NewReadWriteLock(c, p, opts...)
+		require.NoError(t, err)
+		h, err := rw.WriteLock().Lock(bg)
+		require.NoError(t, err)
+		return h
+	}
+	waitRead := func(t *testing.T, c *zklock.Client, p string) func() error {
+		rw, err := zklock.NewReadWriteLock(c, p)
+		require.NoError(t, err)
+		h, err := rw.ReadLock().Lock(bg)
+		require.NoError(t, err)
+		return h.Release
+	}
 	lease := func(t *testing.T, c *zklock.Client, p string, opts ...zklock.LockOption) heldLike {
 		s, err := zklock.NewSemaphore(c, p, 1, opts...)
 		require.NoError(t, err)
@@ -134,6 +148,7 @@ func recipesUnderTest() []recipeUnderTest {
 	return []recipeUnderTest{
 		{"mutex", mutex, waitMutex},
 		{"read-write", rwRead, waitWrite},
+		{"write-read", rwWrite, waitRead},
 		{"semaphore", lease, waitLease},
 		{"semaphore-mutex", semMutex, waitSemMutex},
 		{"election", leader, waitLeader},
@@ -203,6 +218,53 @@ func TestIntegration_MaxHoldPerCall(t *testing.T) {
 	require.ErrorIs(t, h.Err(), zklock.ErrMaxHold)
 	waitParticipants(t, quick, 0)
 	_ = h.Release()
+}
+
+// ContextWithMaxHold bounds one acquire's hold in the other recipes too: a
+// Semaphore's lease and an Election's leadership, each below its lock's
+// own, larger bound. The hold ends with ErrMaxHold while its owner does
+// nothing, its node goes, and the next participant is granted.
+func TestIntegration_MaxHoldPerCallLeaseAndLeadership(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c, next := e.client(), e.client()
+	bg := context.Background()
+	bounded := zklock.ContextWithMaxHold(bg, maxHoldTest)
+
+	sem, err := zklock.NewSemaphore(c, e.root+"/sem", 1, zklock.WithMaxHold(time.Hour))
+	require.NoError(t, err)
+	lease, err := sem.Acquire(bounded)
+	require.NoError(t, err)
+	nextSem, err := zklock.NewSemaphore(next, e.root+"/sem", 1)
+	require.NoError(t, err)
+	w := leaseAsync(bg, nextSem)
+	waitChildren(t, e, e.root+"/sem/locks", 1) // it waits for the bounded lease, holding the internal lock
+	waitDone(t, lease.Hold().Context(), 10*time.Second)
+	require.ErrorIs(t, lease.Hold().Err(), zklock.ErrMaxHold)
+	l := await(t, w, 10*time.Second)
+	require.NoError(t, l.err, "the next participant is granted")
+	require.ErrorIs(t, lease.Release(), zklock.ErrLockLost)
+	require.NoError(t, l.lease.Release())
+
+	el, err := zklock.NewElection(c, e.root+"/el", "bounded", zklock.WithMaxHold(time.Hour))
+	require.NoError(t, err)
+	leader, err := el.Campaign(bounded)
+	require.NoError(t, err)
+	nextEl, err := zklock.NewElection(next, e.root+"/el", "next")
+	require.NoError(t, err)
+	campaign := make(chan error, 1)
+	go func() {
+		h, err := nextEl.Campaign(bg)
+		if err == nil {
+			err = h.Release()
+		}
+		campaign <- err
+	}()
+	waitChildren(t, e, e.root+"/el", 2) // it waits behind the bounded leader
+	waitDone(t, leader.Context(), 10*time.Second)
+	require.ErrorIs(t, leader.Err(), zklock.ErrMaxHold)
+	require.NoError(t, await(t, campaign, 10*time.Second), "the next participant leads, and resigns")
+	require.ErrorIs(t, leader.Release(), zklock.ErrLockLost)
 }
 
 // A maximum hold time that is not positive is refused, by every recipe's

@@ -161,38 +161,31 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 	if err := m.usable(ctx, "acquire"); err != nil {
 		return nil, err
 	}
-	if ctx.Err() != nil {
-		return nil, opErr(ctx, "acquire", m.path, ctx.Err())
-	}
-	if h := holdIn(ctx, m); h != nil && h.enter() {
+	if h := holdIn(ctx, m); h != nil && ctx.Err() == nil && h.enter() {
 		return h.ctx, nil
 	}
 	var first string // the holder, as the engine last saw it
 	req := acquireReq{data: m.data, try: try, first: &first}
+	var refused error
 	if m.rules.admit != nil {
-		at, err := m.rules.admit(ctx)
-		if err != nil {
-			return nil, opErr(ctx, "acquire", m.path, err)
-		}
-		req.at = at
+		req.at, refused = m.rules.admit(ctx)
 	}
-	actx, stop, maxHold, err := m.c.acquiring(ctx, m.li.maxHold)
+	a, err := m.c.acquiring(ctx, m.kind, "acquire", m.path, m.li.maxHold, refused)
 	if err != nil {
-		return nil, opErr(ctx, "acquire", m.path, err)
+		return nil, err
 	}
-	defer stop()
-	st := beginStory(m.c, m.kind, m.path)
-	req.onRevoke = m.onRevoke(st)
-	node, snap, err := m.li.acquireTry(actx, req)
+	defer a.stop()
+	req.onRevoke = m.onRevoke(a.story)
+	node, snap, err := m.li.acquireTry(a.ctx, req)
 	if err != nil {
-		err = m.c.nameHolder(ctx, shutdownErr(ctx, actx, err), m.path, first)
-		return nil, st.failed(opErr(ctx, "acquire", m.path, err))
+		err = m.c.nameHolder(ctx, shutdownErr(ctx, a.ctx, err), m.path, first)
+		return nil, a.failed(opErr(ctx, "acquire", m.path, err))
 	}
-	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: m.name, path: m.path, node: node, live: m.live, story: st, maxHold: maxHold})
+	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: m.name, path: m.path, node: node, live: m.live, story: a.story, maxHold: a.maxHold})
 	if !h.watch(snap, req.onRevoke) {
-		return nil, st.failed(opErr(ctx, "acquire", m.path, ErrClosed))
+		return nil, a.failed(opErr(ctx, "acquire", m.path, ErrClosed))
 	}
-	st.granted(h)
+	a.granted(h)
 	return h.ctx, nil
 }
 

@@ -13,14 +13,26 @@ import (
 
 // EventKind says what an [Event] reports.
 //
-// Every acquire that queues tells one story, whose events share an ID:
+// Every acquire tells one story, whose events share an ID:
 // EventAcquireStarted, then exactly one outcome, EventAcquireFailed or
 // EventAcquired (one per hold granted: a Semaphore's Acquire of n leases
 // grants n), and for each hold granted, exactly one end, EventReleased or
-// EventLost, with at most some EventRevocationRequested between. An
-// acquire that re-enters a hold its context carries queues nothing and
-// tells no story; one refused before it queues (bad input, ErrLockUpgrade,
-// a Client already closed) neither.
+// EventLost, with at most some EventRevocationRequested between.
+//
+// An acquire refused before it queues tells its story too, started and
+// failed at once: with a context already done (CauseCanceled,
+// CauseTimeout), on a Client closed or shutting down (CauseClosed), and
+// when the lock refuses the call (ErrLockUpgrade, ErrNotReentrant, a
+// bound of [ContextWithMaxHold] or a number of leases out of range:
+// CauseOther). So a count of outcomes counts every acquire. Two kinds of
+// call tell none: an acquire that re-enters a hold its context carries,
+// which takes nothing; and a call that is wrong in itself, before any
+// lock is involved, where there may be no Client to tell: a nil context
+// or function, or a lock value not made by its constructor (also a
+// MultiLock with no member, a nil member, or two members that lock the
+// same thing); these return ErrInvalidArgument. The story of an acquire
+// refused after the Client's Close has returned reaches the Client's
+// logger only: its Observer has stopped (see [WithObserver]).
 type EventKind int
 
 const (
@@ -279,10 +291,11 @@ const observerQueue = 1024
 // its own, one event at a time, in order, so it cannot stall the locks: if
 // it falls more than 1024 events behind, later events are dropped, and the
 // next event delivered counts them in Dropped. Close delivers what is
-// queued, and the outcomes of the acquires it ends (EventAcquireFailed
-// with CauseClosed) and the holds it ends (EventLost), waiting up to a
-// second for acquires still returning; later events are dropped. Close
-// waits for fn to return, so fn must not call Close.
+// queued, and the outcomes of the acquires it ends or refuses
+// (EventAcquireFailed with CauseClosed) and the holds it ends (EventLost),
+// waiting up to a second for acquires still returning; events after that
+// (such as those of an acquire refused once Close has returned) are
+// dropped. Close waits for fn to return, so fn must not call Close.
 func WithObserver(fn func(Event)) Option {
 	return func(o *options) {
 		if fn == nil {

@@ -3,6 +3,7 @@ package zklock_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os/exec"
 	"strconv"
@@ -401,8 +402,18 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	log := newEventLog()
-	c := e.client(zklock.WithObserver(log.observe))
+	// c's Observer stops at the first loss that c's Close reports, until
+	// resume is closed: acquires made meanwhile are made on a closed Client.
+	closing, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	c := e.client(zklock.WithObserver(func(ev zklock.Event) {
+		log.observe(ev)
+		if ev.Kind == zklock.EventLost && ev.Cause == zklock.CauseClosed {
+			once.Do(func() { close(closing); <-resume })
+		}
+	}))
 	other := e.client()
+	bg := context.Background()
 	path := e.root + "/busy"
 	m := e.mutex(c, "/busy")
 	held, err := e.mutex(other, "/busy").Lock(context.Background())
@@ -431,6 +442,18 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 	require.ErrorIs(t, await(t, w, 10*time.Second).err, context.Canceled)
 	_, out = log.outcome(t, path, 3)
 	assert.Equal(t, zklock.CauseCanceled, out.Cause)
+
+	// Refused before it queues, by every recipe: a context already
+	// cancelled, a deadline already passed, a bound ContextWithMaxHold
+	// refuses. Each tells its story all the same.
+	cancelled, cancel := context.WithCancel(bg)
+	cancel()
+	log.refused(t, refusals(t, c, e.root+"/cancelled"), cancelled, context.Canceled, zklock.CauseCanceled)
+	late, cancel := context.WithDeadline(bg, time.Now().Add(-time.Second))
+	defer cancel()
+	log.refused(t, refusals(t, c, e.root+"/late"), late, context.DeadlineExceeded, zklock.CauseTimeout)
+	log.refused(t, refusals(t, c, e.root+"/badbound"), zklock.ContextWithMaxHold(bg, 0), zklock.ErrInvalidArgument, zklock.CauseOther)
+	refusedAfterShutdown(t, e, log)
 
 	require.NoError(t, held.Release())
 	h, err := m.Lock(context.Background())
@@ -479,7 +502,16 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 	waitParticipants(t, m, 2)
 	atClose, err := e.mutex(c, "/atclose").Lock(context.Background())
 	require.NoError(t, err)
-	require.NoError(t, c.Close())
+	afterClose := refusals(t, c, e.root+"/closed")
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	await(t, closing, 10*time.Second) // Close has begun, and waits for the Observer
+	for _, r := range afterClose {
+		require.ErrorIs(t, r.acquire(bg), zklock.ErrClosed, r.path)
+	}
+	close(resume)
+	require.NoError(t, await(t, closed, 10*time.Second))
+	log.told(t, afterClose, zklock.CauseClosed)
 	require.ErrorIs(t, await(t, w, 10*time.Second).err, zklock.ErrClosed)
 	require.ErrorIs(t, atClose.Err(), zklock.ErrLockLost)
 	// Delivered by Close: nothing comes after it.
@@ -491,6 +523,111 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 	assert.Equal(t, zklock.CauseClosed, end.Cause)
 	require.NoError(t, held.Release())
 	log.checkStories(t)
+}
+
+// refusedAfterShutdown checks that once a Shutdown has begun, every
+// recipe's acquire on the Client is refused with ErrClosed, and tells its
+// story.
+func refusedAfterShutdown(t *testing.T, e *env, log *eventLog) {
+	t.Helper()
+	bg := context.Background()
+	c := e.client(zklock.WithObserver(log.observe))
+	busy, err := e.mutex(e.client(), "/shutdown-busy").Lock(bg)
+	require.NoError(t, err)
+	waiting := e.mutex(c, "/shutdown-busy")
+	w := acquireAsync(bg, waiting)
+	waitParticipants(t, waiting, 2)
+	standing, err := e.mutex(c, "/standing").Lock(bg)
+	require.NoError(t, err)
+	rs := refusals(t, c, e.root+"/shutdown")
+	shut := make(chan error, 1)
+	go func() { shut <- c.Shutdown(bg) }()
+	require.ErrorIs(t, await(t, w, 10*time.Second).err, zklock.ErrClosed) // the Shutdown has begun
+	log.refused(t, rs, bg, zklock.ErrClosed, zklock.CauseClosed)
+	require.NoError(t, standing.Release())
+	require.NoError(t, await(t, shut, 10*time.Second))
+	require.NoError(t, busy.Release())
+}
+
+// refusal is an acquire of one recipe, whose story has that recipe and
+// path.
+type refusal struct {
+	recipe  zklock.Recipe
+	path    string
+	acquire func(ctx context.Context) error // releases what it was granted, and then fails
+}
+
+// errGranted is a refusal's error when it was granted.
+var errGranted = errors.New("granted")
+
+// refusals returns an acquire of each recipe on c, each on a path of its
+// own under dir.
+func refusals(t *testing.T, c *zklock.Client, dir string) []refusal {
+	t.Helper()
+	held := func(h *zklock.Hold, err error) error {
+		if err != nil {
+			return err
+		}
+		return errors.Join(errGranted, h.Release())
+	}
+	m, err := zklock.NewMutex(c, dir+"/mutex")
+	require.NoError(t, err)
+	rwRead, err := zklock.NewReadWriteLock(c, dir+"/read")
+	require.NoError(t, err)
+	rwWrite, err := zklock.NewReadWriteLock(c, dir+"/write")
+	require.NoError(t, err)
+	sem, err := zklock.NewSemaphore(c, dir+"/semaphore", 2)
+	require.NoError(t, err)
+	sm, err := zklock.NewSemaphoreMutex(c, dir+"/semaphore-mutex")
+	require.NoError(t, err)
+	ml, err := zklock.NewMultiLockPaths(c, dir+"/m1", dir+"/m2")
+	require.NoError(t, err)
+	el, err := zklock.NewElection(c, dir+"/election", "me")
+	require.NoError(t, err)
+	sel, err := zklock.NewSelector(c, dir+"/selector", "me")
+	require.NoError(t, err)
+	return []refusal{
+		{zklock.RecipeMutex, dir + "/mutex", func(ctx context.Context) error { return held(m.Lock(ctx)) }},
+		{zklock.RecipeRead, dir + "/read", func(ctx context.Context) error { return held(rwRead.ReadLock().Lock(ctx)) }},
+		{zklock.RecipeWrite, dir + "/write", func(ctx context.Context) error { return held(rwWrite.WriteLock().Lock(ctx)) }},
+		{zklock.RecipeSemaphore, dir + "/semaphore", func(ctx context.Context) error {
+			l, err := sem.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			return errors.Join(errGranted, l.Release())
+		}},
+		{zklock.RecipeSemaphoreMutex, dir + "/semaphore-mutex", func(ctx context.Context) error { return held(sm.Lock(ctx)) }},
+		{zklock.RecipeMulti, dir + "/m1," + dir + "/m2", func(ctx context.Context) error { return held(ml.Lock(ctx)) }},
+		{zklock.RecipeElection, dir + "/election", func(ctx context.Context) error { return held(el.Campaign(ctx)) }},
+		{zklock.RecipeSelector, dir + "/selector", func(ctx context.Context) error {
+			return sel.Lead(ctx, func(context.Context) error { return errGranted })
+		}},
+	}
+}
+
+// refused runs each acquire of rs with ctx, which must fail with want, and
+// checks that each told its story (see told).
+func (l *eventLog) refused(t *testing.T, rs []refusal, ctx context.Context, want error, cause zklock.Cause) {
+	t.Helper()
+	for _, r := range rs {
+		require.ErrorIs(t, r.acquire(ctx), want, r.path)
+	}
+	l.told(t, rs, cause)
+}
+
+// told checks that each acquire of rs told its story: started, then
+// failed with cause, under one ID and the acquire's recipe.
+func (l *eventLog) told(t *testing.T, rs []refusal, cause zklock.Cause) {
+	t.Helper()
+	for _, r := range rs {
+		started, out := l.outcome(t, r.path, 1)
+		assert.Equal(t, r.recipe, started.Recipe, r.path)
+		assert.Equal(t, zklock.EventAcquireFailed, out.Kind, r.path)
+		assert.Equal(t, r.recipe, out.Recipe, r.path)
+		assert.Equal(t, cause, out.Cause, "%s: %v", r.path, out.Err)
+		assert.Error(t, out.Err, r.path)
+	}
 }
 
 // Every recipe tells its stories under its own kind: start, grant and
@@ -565,6 +702,195 @@ func TestIntegration_ObserverRecipeKinds(t *testing.T) {
 		return func() error { close(release); return <-done }
 	})
 	log.checkStories(t)
+}
+
+// Every recipe's failures and losses carry its Recipe and the ID of their
+// start: an acquire that finds the lock busy (a Try; a wait cut short by
+// its deadline for the recipes that have no Try), and a hold that its
+// maximum hold time ends, whose EventLost says how long it was held. A
+// revocation request is told under the story of the hold it asks for.
+func TestIntegration_ObserverRecipeKindsOfFailuresAndLosses(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	log := newEventLog()
+	c := e.client(zklock.WithObserver(log.observe))
+	other := e.client()
+	bg := context.Background()
+	for _, tk := range takers() {
+		name := tk.recipe.String()
+		busyAt, lostAt := e.root+"/busy/"+name, e.root+"/lost/"+name
+		block := tk.blocker
+		if block == nil {
+			block = tk.take
+		}
+		b, err := block(bg, other, busyAt, false)
+		require.NoError(t, err, name)
+		ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+		_, err = tk.take(ctx, c, busyAt, true)
+		cancel()
+		want, cause := error(zklock.ErrLocked), zklock.CauseBusy
+		if !tk.hasTry {
+			want, cause = context.DeadlineExceeded, zklock.CauseTimeout
+		}
+		require.ErrorIs(t, err, want, name)
+		started, out := log.outcome(t, tk.story(busyAt), 1)
+		assert.Equal(t, tk.recipe, started.Recipe, name)
+		assert.Equal(t, zklock.EventAcquireFailed, out.Kind, name)
+		assert.Equal(t, tk.recipe, out.Recipe, name)
+		assert.Equal(t, cause, out.Cause, name)
+		require.NoError(t, b.Release(), name)
+
+		h, err := tk.take(zklock.ContextWithMaxHold(bg, maxHoldTest), c, lostAt, false)
+		require.NoError(t, err, name)
+		waitDone(t, h.Context(), 10*time.Second)
+		require.ErrorIs(t, h.Err(), zklock.ErrMaxHold, name)
+		require.ErrorIs(t, h.Release(), zklock.ErrLockLost, name)
+		started, out = log.outcome(t, tk.story(lostAt), 1)
+		assert.Equal(t, zklock.EventAcquired, out.Kind, name)
+		end := log.end(t, started.ID)
+		assert.Equal(t, zklock.EventLost, end.Kind, name)
+		assert.Equal(t, tk.recipe, end.Recipe, name)
+		assert.Equal(t, zklock.CauseMaxHold, end.Cause, name)
+		assert.GreaterOrEqual(t, end.Held, maxHoldTest-50*time.Millisecond, "%s: held until the bound", name)
+		assert.Less(t, end.Held, maxHoldTest+3*time.Second, name)
+	}
+
+	rw, err := zklock.NewReadWriteLock(c, e.root+"/revocable-rw")
+	require.NoError(t, err)
+	for _, m := range []*zklock.Mutex{e.mutex(c, "/revocable"), rw.WriteLock()} {
+		revoked := make(chan struct{}, 1)
+		m.MakeRevocable(func(*zklock.Mutex) { revoked <- struct{}{} })
+		h, err := m.Lock(bg)
+		require.NoError(t, err)
+		require.NoError(t, zklock.Revoke(bg, other, h.Path()))
+		await(t, revoked, 10*time.Second)
+		started, out := log.outcome(t, m.Path(), 1)
+		rev := log.await(t, 10*time.Second, "revocation of "+h.Path(), func(ev zklock.Event) bool {
+			return ev.Kind == zklock.EventRevocationRequested && ev.Node == h.Path()
+		})
+		assert.Equal(t, started.ID, rev.ID, "the revocation is told under the hold's story")
+		assert.Equal(t, out.Recipe, rev.Recipe)
+		assert.Equal(t, m.Path(), rev.Path)
+		require.NoError(t, h.Release())
+	}
+	assert.Equal(t, zklock.RecipeWrite, log.await(t, time.Second, "write revocation", func(ev zklock.Event) bool {
+		return ev.Kind == zklock.EventRevocationRequested && ev.Path == rw.WriteLock().Path()
+	}).Recipe)
+	log.checkStories(t)
+}
+
+// taker takes the lock of one recipe at p on c with ctx, without waiting
+// when try is set and the recipe has a Try.
+type taker struct {
+	recipe  zklock.Recipe
+	hasTry  bool
+	story   func(p string) string                                                             // the path of its stories for a lock at p
+	take    func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) // returns the hold
+	blocker func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) // another participant's hold that makes take wait; nil: take's
+}
+
+// takers returns a taker of each recipe.
+func takers() []taker {
+	self := func(p string) string { return p }
+	lock := func(l zklock.Locker, err error) func(ctx context.Context, try bool) (heldLike, error) {
+		return func(ctx context.Context, try bool) (heldLike, error) {
+			if err != nil {
+				return nil, err
+			}
+			type locker interface {
+				Lock(context.Context) (*zklock.Hold, error)
+				TryLock(context.Context) (*zklock.Hold, error)
+			}
+			take := l.(locker).Lock
+			if try {
+				take = l.(locker).TryLock
+			}
+			return take(ctx)
+		}
+	}
+	mutex := func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) {
+		return lock(zklock.NewMutex(c, p))(ctx, try)
+	}
+	side := func(write bool) func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) {
+		return func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) {
+			rw, err := zklock.NewReadWriteLock(c, p)
+			if err != nil {
+				return nil, err
+			}
+			if write {
+				return lock(rw.WriteLock(), nil)(ctx, try)
+			}
+			return lock(rw.ReadLock(), nil)(ctx, try)
+		}
+	}
+	lease := func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) {
+		s, err := zklock.NewSemaphore(c, p, 1)
+		if err != nil {
+			return nil, err
+		}
+		take := s.Acquire
+		if try {
+			take = s.TryAcquire
+		}
+		l, err := take(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return l.Hold(), nil
+	}
+	semMutex := func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) {
+		return lock(zklock.NewSemaphoreMutex(c, p))(ctx, try)
+	}
+	multi := func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) {
+		return lock(zklock.NewMultiLockPaths(c, p+"/a", p+"/b"))(ctx, try)
+	}
+	multiBlocker := func(ctx context.Context, c *zklock.Client, p string, try bool) (heldLike, error) {
+		return mutex(ctx, c, p+"/b", try)
+	}
+	leader := func(ctx context.Context, c *zklock.Client, p string, _ bool) (heldLike, error) {
+		el, err := zklock.NewElection(c, p, "me")
+		if err != nil {
+			return nil, err
+		}
+		return el.Campaign(ctx)
+	}
+	return []taker{
+		{recipe: zklock.RecipeMutex, hasTry: true, story: self, take: mutex},
+		{recipe: zklock.RecipeRead, hasTry: true, story: self, take: side(false), blocker: side(true)},
+		{recipe: zklock.RecipeWrite, hasTry: true, story: self, take: side(true)},
+		{recipe: zklock.RecipeSemaphore, hasTry: true, story: self, take: lease},
+		{recipe: zklock.RecipeSemaphoreMutex, hasTry: true, story: self, take: semMutex},
+		{recipe: zklock.RecipeMulti, hasTry: true, story: func(p string) string { return p + "/a," + p + "/b" }, take: multi, blocker: multiBlocker},
+		{recipe: zklock.RecipeElection, story: self, take: leader},
+		{recipe: zklock.RecipeSelector, story: self, take: selectorTerm},
+	}
+}
+
+// selectorTerm takes a Selector's term at p on c with ctx: its function stays
+// until the term is lost or released.
+func selectorTerm(ctx context.Context, c *zklock.Client, p string, _ bool) (heldLike, error) {
+	s, err := zklock.NewSelector(c, p, "me")
+	if err != nil {
+		return nil, err
+	}
+	tm := &stuckTerm{unstick: make(chan struct{}), done: make(chan error, 1)}
+	leading := make(chan context.Context, 1)
+	go func() {
+		tm.done <- s.Lead(ctx, func(lctx context.Context) error {
+			leading <- lctx
+			select {
+			case <-tm.unstick:
+			case <-lctx.Done():
+			}
+			return nil
+		})
+	}()
+	select {
+	case tm.ctx = <-leading:
+		return tm, nil
+	case err := <-tm.done:
+		return nil, err
+	}
 }
 
 func TestRecipeAndCauseNames(t *testing.T) {

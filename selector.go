@@ -69,7 +69,7 @@ func NewSelector(c *Client, path, id string, opts ...LockOption) (*Selector, err
 // If fn panics, Lead resigns and the panic goes on. A nil fn gives
 // ErrInvalidArgument.
 func (s *Selector) Lead(ctx context.Context, fn func(ctx context.Context) error) error {
-	if err := s.usable(ctx, "lead"); err != nil {
+	if err := s.valid(ctx, "lead"); err != nil {
 		return err
 	}
 	return s.m.Do(ctx, fn)
@@ -97,7 +97,7 @@ func (s *Selector) Lead(ctx context.Context, fn func(ctx context.Context) error)
 // say); it never returns fn's error, and never nil. If fn panics, Run
 // resigns and the panic goes on. A nil fn gives ErrInvalidArgument.
 func (s *Selector) Run(ctx context.Context, fn func(ctx context.Context) error) error {
-	if err := s.usable(ctx, "run"); err != nil {
+	if err := s.valid(ctx, "run"); err != nil {
 		return err
 	}
 	if fn == nil {
@@ -195,14 +195,23 @@ func (s *Selector) ID() string {
 	return s.id
 }
 
-// usable returns an error wrapping ErrInvalidArgument for a Selector not
-// made by NewSelector, or a nil ctx, and ErrClosed on a closed Client.
-func (s *Selector) usable(ctx context.Context, what string) error {
+// valid returns an error wrapping ErrInvalidArgument for a Selector not
+// made by NewSelector, or a nil ctx. Lead and Run check no more: on a
+// closed Client their acquire fails, and tells it (see acquiring).
+func (s *Selector) valid(ctx context.Context, what string) error {
 	switch {
 	case s == nil || s.m == nil:
 		return wrapf(ErrInvalidArgument, "%s: Selector not made by NewSelector", what)
 	case ctx == nil:
 		return wrapf(ErrInvalidArgument, "%s %s: nil context", what, s.m.path)
+	}
+	return nil
+}
+
+// usable is valid, and returns ErrClosed on a closed Client.
+func (s *Selector) usable(ctx context.Context, what string) error {
+	if err := s.valid(ctx, what); err != nil {
+		return err
 	}
 	if err := s.m.c.usable(); err != nil {
 		return wrapf(err, "%s %s", what, s.m.path)

@@ -93,7 +93,7 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 // closed. On failure it returns an error wrapping ctx.Err() (and its
 // cause), ErrClosed or the ZooKeeper error, and leaves no node behind.
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
-	return oneLease(s.acquire(ctx, 1, false))
+	return oneLease(s.acquire(ctx, 1, false, nil))
 }
 
 // TryAcquire is Acquire without waiting: if another acquirer is queued
@@ -101,7 +101,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 // leaves no node behind. Without a connection it fails with an error
 // wrapping ErrNotConnected, as [Mutex.TryLock] does.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
-	return oneLease(s.acquire(ctx, 1, true))
+	return oneLease(s.acquire(ctx, 1, true, nil))
 }
 
 // oneLease is the outcome of acquiring one lease.
@@ -118,7 +118,7 @@ func oneLease(leases []*Lease, err error) (*Lease, error) {
 // returns every lease it took and an error as Acquire does; n outside
 // 1..maxLeases gives ErrInvalidArgument.
 func (s *Semaphore) AcquireN(ctx context.Context, n int) ([]*Lease, error) {
-	return s.acquire(ctx, n, false)
+	return s.acquire(ctx, n, false, nil)
 }
 
 // ReturnAll releases every lease that has not been released yet, skipping
@@ -162,38 +162,39 @@ func (s *Semaphore) usable(ctx context.Context, what string) error {
 	return nil
 }
 
-func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, error) {
+// acquire acquires n leases; refused is the caller's own refusal (see
+// acquiring), nil for none.
+func (s *Semaphore) acquire(ctx context.Context, n int, try bool, refused error) ([]*Lease, error) {
 	if err := s.usable(ctx, "acquire"); err != nil {
 		return nil, err
 	}
-	if n < 1 || n > s.maxLeases {
-		return nil, wrapf(ErrInvalidArgument, "acquire %s: %d leases of %d", s.path, n, s.maxLeases)
+	if refused == nil && (n < 1 || n > s.maxLeases) {
+		refused = wrapf(ErrInvalidArgument, "%d leases of %d", n, s.maxLeases)
 	}
-	actx, stop, maxHold, err := s.c.acquiring(ctx, s.maxHold)
+	a, err := s.c.acquiring(ctx, s.kind, "acquire", s.path, s.maxHold, refused)
 	if err != nil {
-		return nil, opErr(ctx, "acquire", s.path, err)
+		return nil, err
 	}
-	defer stop()
-	st := beginStory(s.c, s.kind, s.path)
+	defer a.stop()
 	r := newRetrier(s.c.opts.retry)
 	for {
-		if err := actx.Err(); err != nil {
-			return nil, st.failed(opErr(ctx, "acquire", s.path, shutdownErr(ctx, actx, err)))
+		if err := a.ctx.Err(); err != nil {
+			return nil, a.failed(opErr(ctx, "acquire", s.path, shutdownErr(ctx, a.ctx, err)))
 		}
-		leases, err := s.acquireOnceTry(actx, n, try, grantTo{ctx, st, maxHold})
+		leases, err := s.acquireOnceTry(a.ctx, n, try, grantTo{ctx, a.story, a.maxHold})
 		if !errors.Is(err, errNodeGone) {
 			if err != nil {
-				return nil, st.failed(opErr(ctx, "acquire", s.path, s.nameHolder(ctx, shutdownErr(ctx, actx, err))))
+				return nil, a.failed(opErr(ctx, "acquire", s.path, s.nameHolder(ctx, shutdownErr(ctx, a.ctx, err))))
 			}
 			holds := make([]*hold, len(leases))
 			for i, l := range leases {
 				holds[i] = l.h
 			}
-			st.granted(holds...)
+			a.granted(holds...)
 			return leases, nil
 		}
-		if err := r.again(actx, s.c.closing, "a lease of "+s.path); err != nil {
-			return nil, st.failed(opErr(ctx, "acquire", s.path, shutdownErr(ctx, actx, err)))
+		if err := r.again(a.ctx, s.c.closing, "a lease of "+s.path); err != nil {
+			return nil, a.failed(opErr(ctx, "acquire", s.path, shutdownErr(ctx, a.ctx, err)))
 		}
 	}
 }

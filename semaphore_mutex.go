@@ -58,10 +58,11 @@ func (m *SemaphoreMutex) acquire(ctx context.Context, try bool) (context.Context
 	if m == nil || m.s == nil {
 		return nil, wrapf(ErrInvalidArgument, "acquire: SemaphoreMutex not made by NewSemaphoreMutex")
 	}
+	var refused error
 	if holdIn(ctx, m).isLive() {
-		return nil, wrapf(ErrNotReentrant, "acquire %s", m.s.path)
+		refused = ErrNotReentrant
 	}
-	leases, err := m.s.acquire(ctx, 1, try)
+	leases, err := m.s.acquire(ctx, 1, try, refused)
 	if err != nil {
 		return nil, err
 	}

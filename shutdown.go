@@ -54,23 +54,43 @@ wait:
 	return fmt.Errorf("zklock: shutdown: %d hold(s) cut short, of %s: %w", n, locks, cause)
 }
 
-// acquiring sets up an acquire of a lock whose maximum hold time is
-// lockMax (0: none) with ctx. It returns the context the acquire waits
-// under: ctx, also ended with cause ErrClosed when a Shutdown begins; the
-// function that releases it; and the maximum hold time of the hold (see
-// maxHoldOf). It fails at once with ErrClosed once a Shutdown has begun,
-// and with ErrInvalidArgument for a bound ContextWithMaxHold refused.
-func (c *Client) acquiring(ctx context.Context, lockMax time.Duration) (context.Context, context.CancelFunc, time.Duration, error) {
-	maxHold, err := maxHoldOf(ctx, lockMax)
-	if err != nil {
-		return nil, nil, 0, err
+// acquisition is an acquire under way, as acquiring set it up.
+type acquisition struct {
+	story                      // its events
+	ctx     context.Context    // what it waits under: the caller's ctx, also ended with cause ErrClosed when a Shutdown begins
+	stop    context.CancelFunc // releases ctx; the acquire calls it when it returns
+	maxHold time.Duration      // of the holds it grants (see maxHoldOf)
+}
+
+// acquiring begins an acquire that is not a re-entry, with ctx (not nil):
+// op, such as "acquire", of path, a lock of kind r on c whose maximum hold
+// time is lockMax (0: none). It begins the acquire's story, so that every
+// acquire that gets this far ends in one terminal event, also when it is
+// refused here, before it queues: for refused (the recipe's own refusal,
+// found without I/O, such as ErrLockUpgrade; nil for none), for a bound
+// ContextWithMaxHold refuses (ErrInvalidArgument), for a ctx already
+// done, and with ErrClosed once a Shutdown or Close has begun, in that
+// order. A refusal is reported as the story's failure, and the error
+// returned, naming op and path, is the one the caller returns.
+func (c *Client) acquiring(ctx context.Context, r Recipe, op, path string, lockMax time.Duration, refused error) (acquisition, error) {
+	a := acquisition{story: beginStory(c, r, path)}
+	err := refused
+	if err == nil {
+		a.maxHold, err = maxHoldOf(ctx, lockMax)
 	}
-	if c.drain.Err() != nil {
-		return nil, nil, 0, ErrClosed
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err == nil && c.drain.Err() != nil {
+		err = ErrClosed
+	}
+	if err != nil {
+		return a, a.failed(opErr(ctx, op, path, err))
 	}
 	actx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(c.drain, func() { cancel(ErrClosed) })
-	return actx, func() { stop(); cancel(nil) }, maxHold, nil
+	a.ctx, a.stop = actx, func() { stop(); cancel(nil) }
+	return a, nil
 }
 
 // shutdownErr returns err, an acquire's under actx (see acquiring), as

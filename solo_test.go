@@ -19,7 +19,8 @@ import (
 // show what it saves, and that everything that could make its proof wrong
 // sends it back to the listing: another participant's node, the lock's
 // parent deleted and created again with its count brought to the number
-// expected, another hold of the same Mutex, a new connection, a lost hold.
+// expected, another hold of the same Mutex or of another Mutex of the same
+// Client, a new connection, a lost hold.
 
 // soloMutex makes a Mutex of c on the test's root joined with name,
 // whose parent is a persistent node: the shared server reaps empty
@@ -338,4 +339,40 @@ func TestIntegration_SoloFreshMutexPerCall(t *testing.T) {
 
 	other, _ := e.countingClient()
 	assert.False(t, zklock.SoloReady(e.mutex(other, "/solo")), "another Client has learnt nothing")
+}
+
+// Two Mutex values of one Client and path share what the Client knows of
+// the lock: taken in turn, each skips the listing. Contending, the second
+// waits while the first holds: its create is numbered one above the
+// standing node of the other Mutex, which the solo path must not take for
+// gone; it is granted when that hold is released.
+func TestIntegration_SoloTwoMutexesOfOneClient(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c, cc := e.countingClient()
+	m1 := soloMutex(e, c, "/two")
+	m2 := e.mutex(c, "/two")
+	soloReady(t, m1)
+	require.True(t, zklock.SoloReady(m2), "the second Mutex knows what the Client knows")
+	_, before := cc.total()
+	const turns = 5
+	for range turns {
+		soloPairs(t, m1, 1)
+		soloPairs(t, m2, 1)
+	}
+	d := delta(cc, before)
+	delete(d, "getData") // the hold's own watch, as in TestIntegration_SoloReacquireSendsTwo
+	assert.Equal(t, map[string]int{"create": 2 * turns, "delete": 2 * turns}, d, "a create and a delete per pair, no listing")
+
+	h1, err := m1.Lock(context.Background())
+	require.NoError(t, err)
+	requireWaits(t, m2, "the other Mutex's hold stands")
+	w := acquireAsync(context.Background(), m2)
+	waitParticipants(t, m1, 2)
+	require.NoError(t, h1.Release())
+	a := await(t, w, 10*time.Second)
+	require.NoError(t, a.err, "granted once the other Mutex's hold is released")
+	require.NoError(t, m2.Release(a.ctx))
+	soloPairs(t, m1, 1)
+	soloPairs(t, m2, 1)
 }

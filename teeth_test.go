@@ -69,6 +69,8 @@ var faultTeeth = []struct {
 		{"soloblind", "the other participant holds the lock"}}},
 	{"TestIntegration_SoloOtherHolderIsListed", []teethMutant{
 		{"solonoseq", "the other participant holds the lock"}}},
+	{"TestIntegration_SoloTwoMutexesOfOneClient", []teethMutant{
+		{"solostanding", "the other Mutex's hold stands"}}},
 	{"TestIntegration_SoloSameMutexWaits", []teethMutant{
 		{"solostanding", "the first hold stands"}}},
 	// A hold granted at once relies on its parent's child watch, and

@@ -175,7 +175,7 @@ func TestConnectTimeout(t *testing.T) {
 		r := e.run("help", cmd)
 		require.Equal(t, 0, r.code, cmd)
 		assert.Regexp(t, `-connect-timeout duration\n.*\(default 10s\)`, r.stdout, cmd)
-		assert.Regexp(t, `-session-timeout duration\n.*library's default\) \(default 30s\)`, r.stdout, cmd)
+		assert.Regexp(t, `-session-timeout duration\n.*\(default 30s, as the library's\)\n`, r.stdout, cmd)
 	}
 }
 

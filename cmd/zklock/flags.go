@@ -52,7 +52,10 @@ func newCommon(name, usage string) *common {
 	c.fs.StringVar(&c.servers, "servers", "", "ZooKeeper servers, `host:port,...` (default $ZK_SERVERS)")
 	c.fs.StringVar(&c.namespace, "namespace", "", "namespace: every path lives under /`ns`")
 	c.fs.StringVar(&c.auth, "auth", "", "digest authentication, `user:password`")
-	c.fs.DurationVar(&c.sessionTimeout, "session-timeout", defaultSessionTimeout, "ZooKeeper session timeout (the library's default)")
+	// No default of the flag's own either, which the help would print
+	// after the text's: parse sets it.
+	c.fs.DurationVar(&c.sessionTimeout, "session-timeout", 0,
+		fmt.Sprintf("ZooKeeper session timeout (default %v, as the library's)", defaultSessionTimeout))
 	c.fs.DurationVar(&c.connectTimeout, "connect-timeout", defaultConnectTimeout, "give up if no ZooKeeper session is made within this long")
 	return c
 }
@@ -77,7 +80,8 @@ const (
 // as argPath, which the usage error for a missing one quotes. It returns
 // the positional arguments and what follows them (after a "--", if any).
 // flag.ErrHelp is returned as is. Without -servers, the servers are
-// $ZK_SERVERS.
+// $ZK_SERVERS; without -session-timeout, the timeout is the library's
+// default.
 func (c *common) parse(args []string, want ...string) (pos, rest []string, err error) {
 	return c.parseSome(args, len(want), want...)
 }
@@ -109,6 +113,9 @@ func (c *common) parseSome(args []string, required int, want ...string) (pos, re
 	}
 	if !c.isSet("servers") {
 		c.servers = os.Getenv("ZK_SERVERS")
+	}
+	if !c.isSet("session-timeout") {
+		c.sessionTimeout = defaultSessionTimeout
 	}
 	return pos, rest, nil
 }

@@ -16,7 +16,8 @@ func offline(t *testing.T) *env {
 }
 
 // With ZK_SERVERS set, each command's help gives -servers one default,
-// $ZK_SERVERS, not also the variable's value.
+// $ZK_SERVERS, not also the variable's value; and -session-timeout one,
+// not "(the library's default) (default 30s)".
 func TestHelpServersDefaultOnce(t *testing.T) {
 	e := offline(t)
 	for _, name := range []string{"inspect", "list", "revoke", "break", "exec", "leader"} {
@@ -24,6 +25,8 @@ func TestHelpServersDefaultOnce(t *testing.T) {
 		assert.Equal(t, 0, r.code, "%s: %s", name, r.stderr)
 		line := regexp.MustCompile(`(?m)^\s+ZooKeeper servers.*$`).FindString(r.stdout)
 		assert.Equal(t, "ZooKeeper servers, host:port,... (default $ZK_SERVERS)", strings.TrimSpace(line), name)
+		line = regexp.MustCompile(`(?m)^\s+ZooKeeper session timeout.*$`).FindString(r.stdout)
+		assert.Equal(t, "ZooKeeper session timeout (default 30s, as the library's)", strings.TrimSpace(line), name)
 	}
 }
 

@@ -195,6 +195,37 @@ func TestIntegration_MutexCuratorHoldsZklockWaits(t *testing.T) {
 	zktest.WaitNoEphemerals(t, e.conn, e.root, cleanTimeout)
 }
 
+// A Curator InterProcessMutex holds the lock: zklock's Lock with a 300 ms
+// deadline times out, leaves no node, and its error names the Curator
+// holder, its node and its data (the host's address, Curator's default),
+// as a busy TryAcquire's does.
+func TestIntegration_MutexTimedOutLockNamesCuratorHolder(t *testing.T) {
+	e := setup(t)
+	p := e.peer
+	p.NewMutex("j", e.path)
+	require.True(t, p.Acquire("j", holdTimeout))
+	javaNode := p.LockPath("j")
+	javaData, _, err := e.conn.Get(javaNode)
+	require.NoError(t, err)
+	require.NotEmpty(t, javaData, "Curator's default node data")
+
+	ctx, cancel := context.WithTimeout(context.Background(), shortTimeout)
+	defer cancel()
+	_, err = e.mutex(t).Lock(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	var he *zklock.HolderError
+	require.True(t, errors.As(err, &he), "%v", err)
+	require.Equal(t, javaNode, he.Node)
+	require.Equal(t, javaData, he.Data)
+	require.ErrorIs(t, he.Err, context.DeadlineExceeded)
+	require.False(t, he.ThisClient || he.ThisProcess)
+	require.Contains(t, err.Error(), "held by "+string(javaData))
+	require.Equal(t, []string{javaNode}, p.Participants("j"), "the timed-out Lock left a node behind")
+
+	p.Release("j")
+	zktest.WaitNoEphemerals(t, e.conn, e.root, cleanTimeout)
+}
+
 // zklock holds the lock: Curator's timed acquire fails; Curator then
 // queues, a second zklock participant queues behind it, and the lock goes
 // first come, first served across the two libraries.
