@@ -121,9 +121,8 @@ func (e *Election) Campaign(ctx context.Context) (*Hold, error) {
 // campaign is Election.Campaign on the engine li.
 func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p string, live *atomic.Int32) (*Hold, error) {
 	key := holdKey{li.id()}
-	release := func(h *hold) func() error { return func() error { return h.release(p) } }
 	if h, _ := ctx.Value(key).(*hold); h != nil && ctx.Err() == nil && h.enter() {
-		return newHandle(h, h.ctx, p, release(h)), nil
+		return newHandle(h, h.ctx, p), nil
 	}
 	a, err := c.acquiring(ctx, RecipeElection, "campaign", p, li.maxHold, nil)
 	if err != nil {
@@ -135,12 +134,12 @@ func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p str
 	if err != nil {
 		return nil, a.failed(opErr(ctx, "campaign", p, c.nameHolder(ctx, shutdownErr(ctx, a.ctx, err), p, first)))
 	}
-	h := newHold(c, ctx, holdSpec{key: key, name: name, path: p, node: node, live: live, story: a.story, maxHold: a.maxHold})
+	h := newHold(c, ctx, holdSpec{key: key, name: name, node: node, live: live, story: a.story, maxHold: a.maxHold})
 	if !h.watch(snap, nil) {
 		return nil, a.failed(opErr(ctx, "campaign", p, ErrClosed))
 	}
 	a.granted(h)
-	return newHandle(h, h.ctx, p, release(h)), nil
+	return newHandle(h, h.ctx, p), nil
 }
 
 // acquireOwned queues a node on li and waits until it leads, then checks

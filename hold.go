@@ -33,27 +33,28 @@ var errLostClosed = kindOf(ErrLockLost, ErrClosed)
 // Release returns that loss once.
 type Hold struct {
 	// Written once by newHandle, read-only after.
-	h       *hold           // the hold; shared by the Holds of re-entries
-	ctx     context.Context // carries the hold
-	path    string          // the lock's base path, for errors
-	release func() error    // gives up the one Release this Hold owes
+	h     *hold           // the hold; shared by the Holds of re-entries
+	ctx   context.Context // carries the hold
+	path  string          // the lock's base path, for errors
+	owner Locker          // releases the hold through owner.Release(ctx); nil: through h itself
 
 	spent atomic.Bool // Release has been called
 }
 
-// newHandle returns a Hold over h, carried by ctx, whose Release calls
-// release.
-func newHandle(h *hold, ctx context.Context, path string, release func() error) *Hold {
-	return &Hold{h: h, ctx: ctx, path: path, release: release}
+// newHandle returns a Hold over h, carried by ctx, whose Release releases
+// h itself (path names the lock in errors).
+func newHandle(h *hold, ctx context.Context, path string) *Hold {
+	return &Hold{h: h, ctx: ctx, path: path}
 }
 
 // handleOf wraps the outcome of an acquire of l, hctx or err, in a Hold
 // that releases through l.Release(hctx). path names the lock in errors.
+// (No closure: a Client may keep a hundred thousand Holds.)
 func handleOf(l Locker, path string, hctx context.Context, err error) (*Hold, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newHandle(holdIn(hctx, l), hctx, path, func() error { return l.Release(hctx) }), nil
+	return &Hold{h: holdIn(hctx, l), ctx: hctx, path: path, owner: l}, nil
 }
 
 // errZeroHold is returned by the methods of a Hold not made by this
@@ -105,7 +106,10 @@ func (hd *Hold) Release() error {
 	if !hd.spent.CompareAndSwap(false, true) {
 		return errorf(ErrNotHeld, "release %s: this Hold was released before", hd.path)
 	}
-	return hd.release()
+	if hd.owner != nil {
+		return hd.owner.Release(hd.ctx)
+	}
+	return hd.h.release(hd.path)
 }
 
 // Token returns the hold's fencing token: the creation zxid of its node,
@@ -244,7 +248,6 @@ type hold struct {
 	// Written once by newHold, read-only after.
 	c      *Client                 // nil for a hold of other holds
 	name   string                  // names the hold in errors, such as "lock /a"
-	path   string                  // the lock's base path, for events
 	start  time.Time               // when the hold began
 	node   *lockNode               // nil for a hold of other holds
 	parts  []*hold                 // a hold of other holds: theirs, nil if one is not this package's
@@ -255,14 +258,15 @@ type hold struct {
 	free   func() error            // gives up what the hold owns; run once
 	story  story                   // the acquire that granted the hold, for events
 
+	// Packed so that a hold fits a smaller allocation: a Client may keep
+	// a hundred thousand.
 	freeOnce sync.Once
-	freeErr  error // written inside freeOnce
-
-	mu       sync.Mutex  // protects the fields below
-	count    int         // Releases still owed
+	mu       sync.Mutex  // protects count, ended, reported, lost and expiry
+	count    int32       // Releases still owed
 	ended    bool        // released or lost
-	lost     error       // why the hold was lost, nil otherwise
 	reported bool        // its story reported it granted, so reports its end
+	freeErr  error       // written inside freeOnce
+	lost     error       // why the hold was lost, nil otherwise
 	expiry   *time.Timer // ends the hold at its maximum hold time; nil for none
 }
 
@@ -356,7 +360,6 @@ func (a alsoCount) Add(delta int32) int32 {
 type holdSpec struct {
 	key   any          // finds the hold in its context; nil for none
 	name  string       // names the hold in errors, such as "lock /a"
-	path  string       // the lock's base path, for events
 	node  *lockNode    // nil for a hold of other holds
 	parts []*hold      // a hold of other holds: theirs, nil if one is foreign
 	live  liveCounter  // the owner's count of live holds
@@ -371,7 +374,7 @@ type holdSpec struct {
 // values of parent but not its cancellation, and carries the hold under
 // spec.key. c is nil for a hold of other holds.
 func newHold(c *Client, parent context.Context, spec holdSpec) *hold {
-	h := &hold{c: c, name: spec.name, path: spec.path, node: spec.node, parts: spec.parts, live: spec.live, free: spec.free, story: spec.story, count: 1, start: time.Now(), parent: parent}
+	h := &hold{c: c, name: spec.name, node: spec.node, parts: spec.parts, live: spec.live, free: spec.free, story: spec.story, count: 1, start: time.Now(), parent: parent}
 	h.ctx, h.cancel = context.WithCancelCause(context.WithoutCancel(parent))
 	if spec.key != nil {
 		h.ctx = context.WithValue(h.ctx, spec.key, h)

@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -48,7 +49,6 @@ type holdWatch struct {
 // way (from before it is sent, so that no event after it can be missed) or
 // a hold relies on it.
 type parentWatch struct {
-	path   string
 	refs   int        // listings not yet decided on, and holds in holds; guarded by holdWatch.mu
 	events uint64     // child events seen; guarded by holdWatch.mu
 	holds  []*watched // holds relying on it; an entry whose pw is no longer this one is stale; guarded by holdWatch.mu
@@ -81,7 +81,7 @@ func (w *holdWatch) listing(parent string) (*parentWatch, uint64) {
 	defer w.mu.Unlock()
 	pw := w.parents[parent]
 	if pw == nil {
-		pw = &parentWatch{path: parent}
+		pw = &parentWatch{}
 		w.parents[parent] = pw
 	}
 	pw.refs++
@@ -91,7 +91,7 @@ func (w *holdWatch) listing(parent string) (*parentWatch, uint64) {
 // listed ends a listing recorded by listing: n, if not nil, is the node it
 // showed, which may rely on the parent's watch if granted at once (see
 // take); any other outcome lets the parent's watch go.
-func (w *holdWatch) listed(pw *parentWatch, events uint64, n *lockNode) {
+func (w *holdWatch) listed(parent string, pw *parentWatch, events uint64, n *lockNode) {
 	if pw == nil {
 		return
 	}
@@ -101,15 +101,26 @@ func (w *holdWatch) listed(pw *parentWatch, events uint64, n *lockNode) {
 		n.pw, n.pwEvents = pw, events
 		return
 	}
-	w.unrefLocked(pw)
+	w.unrefLocked(pw, parent)
 }
 
-// unrefLocked lets one reference to pw go; w.mu must be held.
-func (w *holdWatch) unrefLocked(pw *parentWatch) {
+// unrefLocked lets one reference to pw, the watch of parent, go; w.mu
+// must be held.
+func (w *holdWatch) unrefLocked(pw *parentWatch, parent string) {
 	pw.refs--
-	if pw.refs == 0 && w.parents[pw.path] == pw {
-		delete(w.parents, pw.path)
+	if pw.refs == 0 && w.parents[parent] == pw {
+		delete(w.parents, parent)
 	}
+}
+
+// parentOf returns the path of the parent of the node at p, as
+// lockInternals.basePath has it, without allocating: a lock node's path
+// is clean.
+func parentOf(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i > 0 {
+		return p[:i]
+	}
+	return "/"
 }
 
 // unlist lets n's listing's reference to the parent's watch go, if it
@@ -124,7 +135,7 @@ func (w *holdWatch) unlist(n *lockNode) {
 // it still has it; w.mu must be held.
 func (w *holdWatch) unlistLocked(n *lockNode) {
 	if n.pw != nil {
-		w.unrefLocked(n.pw)
+		w.unrefLocked(n.pw, parentOf(n.path))
 		n.pw = nil
 	}
 }
@@ -146,7 +157,7 @@ func (w *holdWatch) childEvent(parent string) {
 	for _, e := range pw.holds {
 		if e.pw == pw {
 			e.pw, e.setting = nil, true
-			w.unrefLocked(pw)
+			w.unrefLocked(pw, parent)
 			set = append(set, e)
 		}
 	}
@@ -167,7 +178,7 @@ func (w *holdWatch) learn(h *hold) {
 		w.mu.Unlock()
 		return
 	}
-	w.unrefLocked(e.pw)
+	w.unrefLocked(e.pw, parentOf(h.node.path))
 	e.pw, e.setting = nil, true
 	w.mu.Unlock()
 	w.setWatch(e, h)
@@ -197,7 +208,7 @@ func (w *holdWatch) drop(n *lockNode) {
 	n.dropped = true
 	w.unlistLocked(n)
 	if e := w.nodes[n.path]; e != nil && e.pw != nil {
-		w.unrefLocked(e.pw)
+		w.unrefLocked(e.pw, parentOf(n.path))
 		e.pw = nil
 	}
 	delete(w.nodes, n.path)

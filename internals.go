@@ -356,7 +356,7 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 		return listing{children, st}
 	})
 	if !ok {
-		c.holds.listed(pw, events, nil)
+		c.holds.listed(li.basePath, pw, events, nil)
 		return nil, nil, nil, ErrClosed
 	}
 	// A custom driver may create otherwise: then the listing follows the
@@ -364,7 +364,7 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 	p, err := li.driver.CreateNode(cctx, c, path.Join(li.basePath, li.lockName), data)
 	sent()
 	if err != nil {
-		c.holds.listed(pw, events, nil) // the listing may still be on its way: a spare event is harmless
+		c.holds.listed(li.basePath, pw, events, nil) // the listing may still be on its way: a spare event is harmless
 		return nil, nil, nil, err
 	}
 	n := li.newNode(p, snap.session)
@@ -375,10 +375,10 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 	case <-c.closing:
 	}
 	if !slices.Contains(l.children, n.name) {
-		c.holds.listed(pw, events, nil)
+		c.holds.listed(li.basePath, pw, events, nil)
 		return n, nil, nil, nil
 	}
-	c.holds.listed(pw, events, n)
+	c.holds.listed(li.basePath, pw, events, n)
 	return n, l.children, l.parent, nil
 }
 

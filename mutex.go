@@ -181,7 +181,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 		err = m.c.nameHolder(ctx, shutdownErr(ctx, a.ctx, err), m.path, first)
 		return nil, a.failed(opErr(ctx, "acquire", m.path, err))
 	}
-	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: m.name, path: m.path, node: node, live: m.live, story: a.story, maxHold: a.maxHold})
+	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: m.name, node: node, live: m.live, story: a.story, maxHold: a.maxHold})
 	if !h.watch(snap, req.onRevoke) {
 		return nil, a.failed(opErr(ctx, "acquire", m.path, ErrClosed))
 	}

@@ -409,13 +409,13 @@ func (s *Semaphore) verdict(l leaseListing, nodes []*lockNode) (verdict, bool) {
 func (s *Semaphore) grant(nodes []*lockNode, snap snapshot, to grantTo) ([]*Lease, error) {
 	leases := make([]*Lease, 0, len(nodes))
 	for i, nd := range nodes {
-		h := newHold(s.c, to.ctx, holdSpec{name: "lease " + s.c.relPath(nd.path), path: s.path, node: nd, live: s.live, story: to.st, maxHold: to.maxHold})
+		h := newHold(s.c, to.ctx, holdSpec{name: "lease " + s.c.relPath(nd.path), node: nd, live: s.live, story: to.st, maxHold: to.maxHold})
 		if !h.watch(snap, nil) { // the Client is closing; h is lost
 			deleteNodes(s.c, nodes[i+1:])
 			return nil, errors.Join(ErrClosed, s.ReturnAll(leases))
 		}
 		path := s.c.relPath(nd.path)
-		hd := newHandle(h, h.ctx, path, func() error { return h.release(path) })
+		hd := newHandle(h, h.ctx, path)
 		leases = append(leases, &Lease{s: s, h: h, hd: hd})
 	}
 	return leases, nil
