@@ -114,6 +114,7 @@ func (hd *Hold) Release() error {
 
 // Token returns the hold's fencing token: the creation zxid of its node,
 // which strictly increases from one holder of a path to the next (see
+// [Mutex.Token]). It may wait one round trip to read it (see
 // [Mutex.Token]). Once the hold has ended it returns the same error as
 // Err would wrap: ErrNotHeld after a release, ErrLockLost after a loss. A
 // [MultiLock] hold has one token per member, not one: its Token returns
