@@ -4,14 +4,20 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"go/ast"
+	"go/format"
 	"go/parser"
 	"go/token"
 	"net"
 	"os"
+	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +46,7 @@ func TestREADMESnippets(t *testing.T) {
 	for _, name := range append([]string{"README.md", "CONTRIBUTING.md"}, docs...) {
 		text, err := os.ReadFile(name)
 		require.NoError(t, err)
-		for _, b := range regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(string(text), -1) {
+		for _, b := range goBlock.FindAllStringSubmatch(string(text), -1) {
 			if strings.Contains(b[1], "zklockprom.") {
 				continue // the adapter's own tests compile it: this module cannot import it
 			}
@@ -70,6 +76,10 @@ func TestREADMESnippets(t *testing.T) {
 	}
 	require.Len(t, bodies, len(blocks), "every readme* function is a README snippet")
 }
+
+// goBlock matches a ```go block of a Markdown text; its group 1 is the
+// code.
+var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
 
 // The snippets are compiled, not run: they connect to servers of their
 // own. Naming them here keeps them from reading as dead code.
@@ -145,6 +155,102 @@ func readmeTesting(t *testing.T) {
 		t.Fatal(hold.Err())
 	}
 	link.Resume()
+}
+
+// Issue 23's "done when": a module of a user's, outside this repository,
+// whose go.mod has only a replace to it, tests with the README's "Testing
+// your code" snippet and the TestMain its text names; go mod tidy and go
+// test pass (against this binary's shared ZooKeeper, as ZK_SERVERS), and
+// its go.mod then requires nothing but zklock and go-zookeeper: the kit
+// adds no dependency to its users' builds. The module's build goes
+// through the usual build cache; the first run compiles the library, in
+// tens of seconds.
+func TestREADMETestingYourCodeOutside(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module of its own and runs its tests")
+	}
+	repo, err := filepath.Abs(".")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	src := userAppTest(t, "TestUserAppHoldLost")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "userapp.go"), []byte("// Package userapp is a user's code on zklock.\npackage userapp\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "userapp_test.go"), src, 0o644))
+
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "ZK_SERVERS=") || strings.HasPrefix(kv, "GOFLAGS=") || strings.HasPrefix(kv, "GOWORK=")
+	})
+	env = append(env, "ZK_SERVERS="+zktest.Shared(t).ConnectString(), "GOWORK=off", "GOFLAGS="+withoutModFlag(os.Getenv("GOFLAGS")))
+	goCmd := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "go %s:\n%s\nuserapp_test.go:\n%s", strings.Join(args, " "), out, src)
+		return string(out)
+	}
+	goCmd("mod", "init", "example.com/userapp")
+	goCmd("mod", "edit", "-require=github.com/zklock/zklock@v0.0.0", "-replace=github.com/zklock/zklock="+repo)
+	goCmd("mod", "tidy")
+	out := goCmd("test", "-count=1", "-timeout=2m", "-v", "./...")
+	assert.Contains(t, out, "--- PASS: TestUserAppHoldLost", "the test ran, and did not skip:\n%s", out)
+
+	var mod struct{ Require []struct{ Path string } }
+	require.NoError(t, json.Unmarshal([]byte(goCmd("mod", "edit", "-json")), &mod))
+	var required []string
+	for _, r := range mod.Require {
+		required = append(required, r.Path)
+	}
+	assert.ElementsMatch(t, []string{"github.com/go-zookeeper/zk", "github.com/zklock/zklock"}, required,
+		"a user's go.mod requires zklock and go-zookeeper, nothing more")
+}
+
+// userAppTest returns the test file of the user's module: the README's
+// "Testing your code" snippet as the body of the test name, the TestMain
+// the section's text names, and the imports the two use.
+func userAppTest(t *testing.T, name string) []byte {
+	t.Helper()
+	section := mdSection(t, "README.md", "Testing your code")
+	block := goBlock.FindStringSubmatch(section)
+	require.NotNil(t, block, "the README's Testing your code has no go block")
+	testMain := regexp.MustCompile("`(func TestMain\\(m \\*testing\\.M\\) \\{.*?\\})`").FindStringSubmatch(section)
+	require.NotNil(t, testMain, "the README's Testing your code names no TestMain")
+	code := testMain[1] + "\n\nfunc " + name + "(t *testing.T) {\n" + block[1] + "}\n"
+	var imports strings.Builder
+	for _, group := range [][]string{{"context", "errors", "fmt", "testing", "time"},
+		{"github.com/go-zookeeper/zk", "github.com/zklock/zklock", "github.com/zklock/zklock/zktest"}} {
+		imports.WriteString("\n")
+		for _, pkg := range group {
+			if regexp.MustCompile(`\b` + path.Base(pkg) + `\.`).MatchString(code) {
+				fmt.Fprintf(&imports, "\t%q\n", pkg)
+			}
+		}
+	}
+	src, err := format.Source([]byte("package userapp\n\nimport (" + imports.String() + ")\n\n" + code))
+	require.NoError(t, err, "the snippet in a test file:\n%s", code)
+	return src
+}
+
+// mdSection returns the section of the Markdown file name under the
+// heading "## " title, up to the next heading of its level. (Not named
+// readme*: those are the snippets.)
+func mdSection(t *testing.T, name, title string) string {
+	t.Helper()
+	text, err := os.ReadFile(name)
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(text), "\n## "+title+"\n")
+	require.True(t, ok, "%s has no section %q", name, title)
+	section, _, _ = strings.Cut(section, "\n## ")
+	return section
+}
+
+// withoutModFlag returns the GOFLAGS flags but -mod (such as the
+// -mod=vendor of a vendoring build): the user's module has no vendor
+// directory.
+func withoutModFlag(goflags string) string {
+	flags := strings.Fields(goflags)
+	return strings.Join(slices.DeleteFunc(flags, func(f string) bool { return strings.HasPrefix(f, "-mod=") }), " ")
 }
 
 func readmeGuardedWrite(ctx context.Context, hold *zklock.Hold, v []byte) error {

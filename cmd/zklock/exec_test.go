@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/zktest"
+	izk "github.com/zklock/zklock/internal/zktest"
 )
 
 // prompt bounds what must happen at once: a busy -try, an interrupted
@@ -333,12 +333,14 @@ func pgid(t *testing.T, pid int) int {
 
 // A hold lost by session expiry, not by a deletion: exec talks to
 // ZooKeeper through a proxy that goes silent for longer than the session
-// timeout, so the server expires the session and its node.
+// timeout, so the server expires the session and its node. The proxy is
+// the harness's: the binary is another process, which needs the proxy's
+// address (the kit's Link gives only a dialer, for a client in the test).
 func TestExecHoldLostBySessionExpiry(t *testing.T) {
 	for _, policy := range []string{"standard", "session"} {
 		t.Run(policy, func(t *testing.T) {
 			e := setup(t)
-			proxy, err := zktest.NewProxy(e.servers[0])
+			proxy, err := izk.NewProxy(e.servers[0])
 			require.NoError(t, err)
 			t.Cleanup(func() { proxy.Resume(); assert.NoError(t, proxy.Close()) })
 			dir := t.TempDir()

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/zktest"
 )
 
 // A lock below another lock's path: the lower lock's container is a
@@ -71,7 +70,7 @@ func TestInspectNamespaceHint(t *testing.T) {
 	e := setup(t)
 	ns := e.root[1:] + "/ns"
 	top := "zklock-cli-ns-" + strings.ToLower(unsafeChars.ReplaceAllString(t.Name(), "-"))
-	t.Cleanup(func() { assert.NoError(t, zktest.DeleteTree(e.admin, "/"+top)) }) // after the releases below
+	t.Cleanup(func() { assert.NoError(t, e.deleteTree("/"+top)) }) // after the releases below
 	for _, n := range []string{ns, top} {
 		c := e.client(zklock.WithNamespace(n))
 		m, err := zklock.NewMutex(c, "/hinted/lock")

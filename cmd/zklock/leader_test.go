@@ -162,9 +162,7 @@ func TestLeaderNone(t *testing.T) {
 	lv := e.leaderJSON(e.path, 4)
 	assert.Equal(t, leaderJSON{Path: e.path, Recipe: "none"}, lv)
 
-	_, err := e.admin.Create(e.root, nil, 0, zk.WorldACL(zk.PermAll))
-	require.NoError(t, err)
-	_, err = e.admin.Create(e.path, nil, 0, zk.WorldACL(zk.PermAll))
+	_, err := e.admin.Create(e.path, nil, 0, zk.WorldACL(zk.PermAll)) // under the root setup made
 	require.NoError(t, err)
 	r = e.run("leader", e.path)
 	assert.Equal(t, 1, r.code, r.stderr)

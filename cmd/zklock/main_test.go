@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,8 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/internal/leakcheck"
-	"github.com/zklock/zklock/internal/zktest"
-	kit "github.com/zklock/zklock/zktest"
+	"github.com/zklock/zklock/zktest"
 )
 
 // binary is the zklock command, built once by TestMain.
@@ -54,10 +57,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// env is one test's world: the shared ZooKeeper, a lock path of its own,
-// an admin connection, and the Clients the test made. Its clean-up checks,
-// while those sessions are alive, that no ephemeral node is left under the
-// test's root, then closes them.
+// env is one test's world: the shared ZooKeeper, a root of its own (the
+// public test kit's Root), an admin connection, and the Clients the test
+// made. At its end, the root's clean-up checks, while those sessions are
+// alive, that no ephemeral node is left under the root, and deletes the
+// tree; then the Clients are closed.
 type env struct {
 	t       *testing.T
 	servers []string
@@ -73,20 +77,21 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, servers: kit.Shared(t).Servers()} // the public test kit's shared server
-	e.root = "/zklock-cli-test/" + unsafeChars.ReplaceAllString(t.Name(), "_")
-	e.path = e.root + "/lock"
-	e.admin = zktest.ConnectT(t, e.servers)
-	require.NoError(t, zktest.DeleteTree(e.admin, e.root))
-	t.Cleanup(func() {
-		zktest.WaitNoEphemerals(t, e.admin, e.root, 10*time.Second)
+	cluster := zktest.Shared(t)
+	e := &env{t: t, servers: cluster.Servers()}
+	t.Cleanup(func() { // registered before Root's: runs after its check
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		for _, c := range e.clients {
 			c.Close()
 		}
-		_ = zktest.DeleteTree(e.admin, e.root)
 	})
+	e.root = cluster.Root(t)
+	e.path = e.root + "/lock"
+	admin, _, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)))
+	require.NoError(t, err)
+	t.Cleanup(admin.Close)
+	e.admin = admin
 	return e
 }
 
@@ -257,6 +262,28 @@ func (e *env) children(p string) []string {
 	}
 	require.NoError(e.t, err)
 	return ch
+}
+
+// deleteTree deletes p and everything under it through the admin
+// connection, for a test's nodes outside its root; nodes already gone are
+// no error.
+func (e *env) deleteTree(p string) error {
+	children, _, err := e.admin.Children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, child := range children {
+		if err := e.deleteTree(path.Join(p, child)); err != nil {
+			return err
+		}
+	}
+	if err := e.admin.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return nil
 }
 
 // ctx is a context bounded by waitTimeout, cancelled when the test ends.

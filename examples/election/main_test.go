@@ -1,26 +1,38 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/internal/exampleenv"
 	"github.com/zklock/zklock/internal/leakcheck"
-	"github.com/zklock/zklock/internal/zktest"
+	"github.com/zklock/zklock/zktest"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
 
-// Each node leads once, never two at once.
+// Each node leads once, never two at once; no participant is left once
+// the sessions are closed.
 func TestIntegration_Election(t *testing.T) {
 	text := exampleenv.RunT(t, run, "")
 	for _, name := range []string{"node-1", "node-2", "node-3"} {
 		assert.Equal(t, 1, strings.Count(text, name+" leads"), name)
 	}
 	assert.Contains(t, text, "done: three nodes led in turn, one at a time")
-	conn := zktest.ConnectT(t, zktest.Shared(t).Servers())
-	zktest.WaitNoEphemerals(t, conn, electionPath, 5*time.Second)
+
+	c, err := zklock.Connect(zktest.Shared(t).Servers())
+	require.NoError(t, err)
+	defer c.Close()
+	el, err := zklock.NewElection(c, electionPath, "test")
+	require.NoError(t, err)
+	assert.Eventually(t, func() bool {
+		ps, err := el.Participants(context.Background())
+		return err == nil && len(ps) == 0
+	}, 5*time.Second, 20*time.Millisecond, "a participant is left under %s", electionPath)
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock/internal/leakcheck"
-	"github.com/zklock/zklock/internal/zktest"
+	"github.com/zklock/zklock/zktest"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"path"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -86,12 +88,13 @@ func Cleanup(conn *zk.Conn, root string) error {
 }
 
 // RunT runs an example's run function against the test package's shared
-// ZooKeeper server (zktest.Shared), fails t if it returns an error, logs
-// what it printed and returns it. If root is not "", it also checks that
-// the example deleted root, and everything under it, on its way out.
+// ZooKeeper server (the public test kit's Shared), fails t if it returns
+// an error, logs what it printed and returns it. If root is not "", it
+// also checks that the example deleted root, and everything under it, on
+// its way out.
 func RunT(t testing.TB, run func(ctx context.Context, out io.Writer, servers []string) error, root string) string {
 	t.Helper()
-	servers := zktest.Shared(t).Servers()
+	servers := kit.Shared(t).Servers()
 	var out bytes.Buffer
 	err := run(context.Background(), &out, servers)
 	t.Log(out.String())
@@ -99,7 +102,12 @@ func RunT(t testing.TB, run func(ctx context.Context, out io.Writer, servers []s
 		t.Fatalf("example: %v", err)
 	}
 	if root != "" {
-		exists, _, err := zktest.ConnectT(t, servers).Exists(root)
+		conn, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)))
+		if err != nil {
+			t.Fatalf("connect to %v: %v", servers, err)
+		}
+		defer conn.Close()
+		exists, _, err := conn.Exists(root)
 		if err != nil || exists {
 			t.Errorf("the example left %s behind (exists %v, err %v)", root, exists, err)
 		}

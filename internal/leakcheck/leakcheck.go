@@ -1,7 +1,7 @@
 // Package leakcheck is the TestMain of zklock's own test binaries: the
-// test harness's Run (which closes the shared ZooKeeper cluster) under a
-// goroutine-leak check. It is apart from the harness so that the public
-// test kit (package zktest), which users import, pulls in no leak checker.
+// public test kit's Run (which closes the shared ZooKeeper cluster) under
+// a goroutine-leak check. It is apart from the kit so that the kit
+// (package zktest), which users import, pulls in no leak checker.
 package leakcheck
 
 import (
@@ -9,7 +9,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/zklock/zklock/internal/zktest"
+	"github.com/zklock/zklock/zktest"
 	"go.uber.org/goleak"
 )
 
