@@ -155,18 +155,19 @@ const userServerJVM = "-Xmx1000m"
 
 // config is what the flags ask for.
 type config struct {
-	Quick     bool
-	Tmpfs     bool
-	DataDir   string // parent of the server's data directory; "" picks one
-	Workloads []string
-	Libs      []string
-	Regimes   []regime
-	Rounds    int           // rounds of every timed workload, the libraries' order rotated
-	ServerJVM string        // jvmDefault or jvmTest
-	Limit     time.Duration // per workload and library
-	JSONPath  string
-	Nudge     time.Duration // how often the controller reads (see nudge.go); 0: never
-	Sizes     sizes
+	Quick      bool
+	Tmpfs      bool
+	DataDir    string // parent of the server's data directory; "" picks one
+	Workloads  []string
+	Libs       []string
+	Regimes    []regime
+	Rounds     int           // rounds of every timed workload, the libraries' order rotated
+	ServerJVM  string        // jvmDefault or jvmTest
+	Limit      time.Duration // per workload and library
+	JSONPath   string
+	CPUProfile string        // file for a CPU profile of the process; "" for none
+	Nudge      time.Duration // how often the controller reads (see nudge.go); 0: never
+	Sizes      sizes
 }
 
 // wants reports whether workload w was selected.
@@ -189,6 +190,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&libs, "libs", strings.Join(allLibs(), ","), "comma-separated libraries: zklock, curator, zk (go-zookeeper)")
 	fs.DurationVar(&c.Limit, "limit", 180*time.Second, "time limit of each workload of each library; past it: DNF")
 	fs.StringVar(&c.JSONPath, "json", "bench-results.json", "file to write the results to as JSON (\"\" for none)")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "file to write a CPU profile of the tool's process to (the Go libraries run in it), for go tool pprof")
 	fs.DurationVar(&c.Nudge, "nudge", defaultNudge, "how often to send the server a read during runs, against ZOOKEEPER-4537's stalls (0: never)")
 	fs.StringVar(&regimes, "regime", "both", "loopback, latency or both: how the clients reach the server")
 	fs.DurationVar(&delay, "delay", time.Millisecond, "latency regime: the delay added each way by a proxy")
