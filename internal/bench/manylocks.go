@@ -61,9 +61,10 @@ func (g *goLib) manyLocks(ctx context.Context, sp spec, ep endpoints, ph phaser,
 		return raw{}, fmt.Errorf("release: %w", err)
 	}
 	stack := int64(after.StackInuse) - int64(before.StackInuse)
+	live := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	r := raw{
 		Ops: int64(sp.N), Seconds: acq.Seconds(), ReleaseSeconds: rel.Seconds(),
-		HeldHeap: int64(after.HeapInuse) - int64(before.HeapInuse), HeldStack: &stack,
+		HeldHeap: int64(after.HeapInuse) - int64(before.HeapInuse), HeldLive: &live, HeldStack: &stack,
 		HeldTasks: int64(after.Goroutines - before.Goroutines),
 	}
 	return r, ph(ctx, phaseMeasured)

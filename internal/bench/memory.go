@@ -24,7 +24,8 @@ type memSpec struct {
 // memSnap is the process's goroutines and memory in use, after a GC.
 type memSnap struct {
 	Goroutines int
-	HeapInuse  uint64
+	HeapInuse  uint64 // spans in use: live objects and the free room in their spans
+	HeapAlloc  uint64 // live objects alone
 	StackInuse uint64
 }
 
@@ -33,7 +34,7 @@ func takeMem() memSnap {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return memSnap{Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse, StackInuse: ms.StackInuse}
+	return memSnap{Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse, HeapAlloc: ms.HeapAlloc, StackInuse: ms.StackInuse}
 }
 
 // memDelta is the growth of goroutines and memory per queued waiter.

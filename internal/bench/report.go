@@ -64,6 +64,7 @@ func manyMetrics() []metric {
 		{name: "release-all ms", value: func(f *figures) *float64 { return f.ReleaseMs }, plain: true},
 		{name: "releases/s", value: releaseRateOf},
 		{name: "heap bytes/hold", value: heapOf, plain: true, approx: approx},
+		{name: "live heap bytes/hold", value: func(f *figures) *float64 { return f.LivePerHold }, plain: true},
 		{name: "stack bytes/hold", value: func(f *figures) *float64 { return f.StackPerHold }, plain: true},
 		{name: "goroutines/hold (Java: threads)", value: tasksOf, plain: true},
 		{name: "server watches/hold", value: func(f *figures) *float64 { return f.WatchesPerHold }, plain: true},

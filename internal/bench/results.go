@@ -47,10 +47,11 @@ type figures struct {
 	MsPerHandoff  *float64 `json:"ms_per_handoff"`
 
 	// Many locks: Ops, Seconds and PerSecond are the acquire-all's.
-	ReleaseMs        *float64 `json:"release_all_ms,omitempty"`      // time to release every lock
-	ReleasePerSecond *float64 `json:"release_per_second,omitempty"`  // releases per second
-	HeapPerHold      *float64 `json:"heap_bytes_per_hold,omitempty"` // heap in use, after - before, / N
-	HeapApprox       bool     `json:"heap_approx,omitempty"`         // Java's: approximate
+	ReleaseMs        *float64 `json:"release_all_ms,omitempty"`           // time to release every lock
+	ReleasePerSecond *float64 `json:"release_per_second,omitempty"`       // releases per second
+	HeapPerHold      *float64 `json:"heap_bytes_per_hold,omitempty"`      // heap in use, after - before, / N
+	HeapApprox       bool     `json:"heap_approx,omitempty"`              // Java's: approximate
+	LivePerHold      *float64 `json:"live_heap_bytes_per_hold,omitempty"` // Go: live heap (objects alone), after - before, / N
 	StackPerHold     *float64 `json:"stack_bytes_per_hold,omitempty"`
 	TasksPerHold     *float64 `json:"tasks_per_hold,omitempty"`          // goroutines (Java: threads), after - before, / N
 	WatchesPerHold   *float64 `json:"server_watches_per_hold,omitempty"` // the server's watch count, held - ready, / N
@@ -108,6 +109,9 @@ func manyFigures(f *figures, r raw) {
 	f.HeapPerHold, f.HeapApprox = ptr(float64(r.HeldHeap)/n), r.HeapApprox
 	if r.HeldStack != nil {
 		f.StackPerHold = ptr(float64(*r.HeldStack) / n)
+	}
+	if r.HeldLive != nil {
+		f.LivePerHold = ptr(float64(*r.HeldLive) / n)
 	}
 	f.TasksPerHold = ptr(float64(r.HeldTasks) / n)
 }

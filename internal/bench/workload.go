@@ -112,6 +112,7 @@ type raw struct {
 	ReleaseSeconds float64 `json:"release_seconds"`
 	HeldHeap       int64   `json:"held_heap"`
 	HeldStack      *int64  `json:"held_stack"`
+	HeldLive       *int64  `json:"held_live_heap"` // Go: live heap (HeapAlloc) held - before; nil for Java
 	HeldTasks      int64   `json:"held_tasks"`
 	HeapApprox     bool    `json:"heap_approx"` // Java: totalMemory - freeMemory after System.gc(), approximate
 }
