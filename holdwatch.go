@@ -69,12 +69,27 @@ func newHoldWatch(c *Client, routed bool) *holdWatch {
 	return &holdWatch{c: c, routed: routed, nodes: make(map[string]*watched), parents: make(map[string]*parentWatch)}
 }
 
+// parentOK reports whether a hold granted at once may rely on its
+// parent's watch: no token has been asked (see learn), and the hold ends
+// at the first suspension (StandardPolicy), so that it never has to rely
+// on the watch across a reconnect. After one, go-zookeeper sets the
+// parent's watch again relative to the last zxid it has seen, which
+// replies sent after the reconnect can have moved past a deletion made
+// during the outage, and ZooKeeper then sets a child watch again without
+// firing it; a data watch on the node itself fires for a missing node
+// whatever the zxid, so a hold that outlives suspensions (SessionPolicy)
+// watches its own node.
+func (w *holdWatch) parentOK() bool {
+	return w.c.opts.policy == StandardPolicy && !w.c.fencing.Load()
+}
+
 // listing records that a listing of parent that sets a child watch is
 // about to be sent, and returns the parent's watch and its count of events
-// so far, for the node the listing will show (see listed). It returns nil
-// for a Client without the callback, whose listings set no watch.
+// so far, for the node the listing will show (see listed). It returns nil,
+// and the listing sets no watch, for a Client without the callback, or
+// whose holds may not rely on their parent's watch (see parentOK).
 func (w *holdWatch) listing(parent string) (*parentWatch, uint64) {
-	if !w.routed {
+	if !w.routed || !w.parentOK() {
 		return nil, 0
 	}
 	w.mu.Lock()
@@ -155,9 +170,7 @@ func (w *holdWatch) childEvent(parent string) {
 	pw.events++
 	var set []*watched
 	for _, e := range pw.holds {
-		if e.pw == pw {
-			e.pw, e.setting = nil, true
-			w.unrefLocked(pw, parent)
+		if e.pw == pw && w.ownWatchLocked(e, parent) {
 			set = append(set, e)
 		}
 	}
@@ -174,14 +187,25 @@ func (w *holdWatch) learn(h *hold) {
 	w.c.fencing.Store(true) // from now on, holds learn their token as they are granted
 	w.mu.Lock()
 	e := w.nodes[h.node.path]
-	if e == nil || e.h != h || e.pw == nil {
-		w.mu.Unlock()
-		return
-	}
-	w.unrefLocked(e.pw, parentOf(h.node.path))
-	e.pw, e.setting = nil, true
+	set := e != nil && e.h == h && e.pw != nil && w.ownWatchLocked(e, parentOf(h.node.path))
 	w.mu.Unlock()
-	w.setWatch(e, h)
+	if set {
+		w.setWatch(e, h)
+	}
+}
+
+// ownWatchLocked makes e, which relies on the watch of parent, watch its
+// own node instead, and reports whether the caller must set that watch:
+// not if it is being set already (after a data change), since one node
+// has one setter at a time. w.mu must be held.
+func (w *holdWatch) ownWatchLocked(e *watched, parent string) bool {
+	w.unrefLocked(e.pw, parent)
+	e.pw = nil
+	if e.setting {
+		return false
+	}
+	e.setting = true
+	return true
 }
 
 // expect records n, an own node whose watch is about to be set, so that
@@ -244,7 +268,7 @@ func (w *holdWatch) take(h *hold, snap snapshot, onRevoke func(string)) bool {
 	fired := e.fired
 	e.fired = 0
 	set := !known || fired == zk.EventNodeDataChanged
-	if pw := n.pw; set && pw != nil && fired == 0 && onRevoke == nil && pw.events == n.pwEvents && !w.c.fencing.Load() {
+	if pw := n.pw; set && pw != nil && fired == 0 && onRevoke == nil && pw.events == n.pwEvents && w.parentOK() {
 		// Granted at once, from a listing whose child watch has not fired
 		// since it was sent: that watch tells of our node's deletion.
 		n.pw, e.pw, set = nil, pw, false
@@ -312,7 +336,11 @@ func (w *holdWatch) event(ev zk.Event) {
 		w.mu.Unlock()
 		return
 	}
-	e.setting = true
+	if e.pw != nil { // its own watch, set now, takes over from the parent's
+		w.ownWatchLocked(e, parentOf(ev.Path))
+	} else {
+		e.setting = true
+	}
 	h := e.h
 	w.mu.Unlock()
 	w.setWatch(e, h)

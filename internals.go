@@ -341,6 +341,8 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 	// The listing sets a child watch on the parent, which a hold granted
 	// from it relies on instead of a watch of its own (see holdWatch).
 	pw, events := c.holds.listing(li.basePath)
+	var shown *lockNode // the node the listing showed; nil lets the parent's watch go
+	defer func() { c.holds.listed(li.basePath, pw, events, shown) }() // also if a Driver panics
 	cctx, sent, listed, ok := readBehind(ctx, c, func() listing {
 		var children []string
 		var st *zk.Stat
@@ -356,15 +358,13 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 		return listing{children, st}
 	})
 	if !ok {
-		c.holds.listed(li.basePath, pw, events, nil)
 		return nil, nil, nil, ErrClosed
 	}
 	// A custom driver may create otherwise: then the listing follows the
 	// create's reply.
 	p, err := li.driver.CreateNode(cctx, c, path.Join(li.basePath, li.lockName), data)
 	sent()
-	if err != nil {
-		c.holds.listed(li.basePath, pw, events, nil) // the listing may still be on its way: a spare event is harmless
+	if err != nil { // the listing may still be on its way: a spare event is harmless
 		return nil, nil, nil, err
 	}
 	n := li.newNode(p, snap.session)
@@ -375,10 +375,9 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 	case <-c.closing:
 	}
 	if !slices.Contains(l.children, n.name) {
-		c.holds.listed(li.basePath, pw, events, nil)
 		return n, nil, nil, nil
 	}
-	c.holds.listed(li.basePath, pw, events, n)
+	shown = n
 	return n, l.children, l.parent, nil
 }
 

@@ -262,9 +262,10 @@ func (m *Mutex) LockPath(ctx context.Context) string {
 // again. It returns an error wrapping ErrNotHeld if ctx carries no hold, and
 // ErrLockLost if the hold was lost.
 //
-// A hold granted at once, whose node its Client follows through the
-// lock's parent (the two-request acquire), reads its token when first
-// asked: Token then waits one round trip, or until the hold ends. From a
+// A hold granted at once under StandardPolicy, whose node its Client
+// follows through the lock's parent (the two-request acquire), reads its
+// token when first asked: Token then waits one round trip, or until the
+// hold ends. From a
 // Client's first Token on, the Client reads each new hold's token as it is
 // granted, beside the acquire, so that fencing users rarely wait.
 func (m *Mutex) Token(ctx context.Context) (int64, error) {
