@@ -341,8 +341,10 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 	// The listing sets a child watch on the parent, which a hold granted
 	// from it relies on instead of a watch of its own (see holdWatch).
 	pw, events := c.holds.listing(li.basePath)
-	var shown *lockNode                                               // the node the listing showed; nil lets the parent's watch go
-	defer func() { c.holds.listed(li.basePath, pw, events, shown) }() // also if a Driver panics
+	// shown is the node the listing showed; nil, on any other way out (a
+	// Driver that panics included), lets the parent's watch go.
+	var shown *lockNode
+	defer func() { c.holds.listed(li.basePath, pw, events, shown) }()
 	cctx, sent, listed, ok := readBehind(ctx, c, func() listing {
 		var children []string
 		var st *zk.Stat
