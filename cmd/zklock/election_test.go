@@ -98,8 +98,12 @@ func TestExecLatch(t *testing.T) {
 // gets -signal and exec exits 3.
 func TestExecLatchLost(t *testing.T) {
 	e := setup(t)
-	p := e.start("exec", "-latch", "x", e.path, "--", "sh", "-c", `trap 'exit 0' TERM; while :; do sleep 0.02; done`)
-	waitFor(t, "the CLI leads", func() bool { return len(e.children(e.path)) == 1 })
+	running := filepath.Join(t.TempDir(), "running")
+	p := e.start("exec", "-latch", "x", e.path, "--", "sh", "-c", `trap 'exit 0' TERM; touch "$1"; while :; do sleep 0.02; done`, "sh", running)
+	// Deleted once the command runs, that is once the CLI leads: deleted
+	// while its Campaign is still deciding, the node is an acquire that
+	// failed (exit 1), not a leadership lost.
+	waitFor(t, "the command runs", func() bool { _, err := os.Stat(running); return err == nil })
 	require.NoError(t, e.admin.Delete(e.path+"/"+e.children(e.path)[0], -1))
 	assert.Equal(t, 3, p.wait(t), "stderr: %s", p.stderr)
 }
