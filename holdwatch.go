@@ -184,7 +184,9 @@ func (w *holdWatch) childEvent(parent string) {
 // learn makes h, if it relies on its parent's watch, watch its own node,
 // which learns its token; Token calls it before waiting for the token.
 func (w *holdWatch) learn(h *hold) {
-	w.c.fencing.Store(true) // from now on, holds learn their token as they are granted
+	if !w.c.fencing.Load() { // no write on every Token of a fencing Client
+		w.c.fencing.Store(true) // from now on, holds learn their token as they are granted
+	}
 	w.mu.Lock()
 	e := w.nodes[h.node.path]
 	set := e != nil && e.h == h && e.pw != nil && w.ownWatchLocked(e, parentOf(h.node.path))
@@ -199,13 +201,21 @@ func (w *holdWatch) learn(h *hold) {
 // not if it is being set already (after a data change), since one node
 // has one setter at a time. w.mu must be held.
 func (w *holdWatch) ownWatchLocked(e *watched, parent string) bool {
-	w.unrefLocked(e.pw, parent)
-	e.pw = nil
+	w.leaveParentLocked(e, parent)
 	if e.setting {
 		return false
 	}
 	e.setting = true
 	return true
+}
+
+// leaveParentLocked lets e's reference to the watch of parent go, if it
+// relies on it; w.mu must be held.
+func (w *holdWatch) leaveParentLocked(e *watched, parent string) {
+	if e.pw != nil {
+		w.unrefLocked(e.pw, parent)
+		e.pw = nil
+	}
 }
 
 // expect records n, an own node whose watch is about to be set, so that
@@ -231,9 +241,8 @@ func (w *holdWatch) drop(n *lockNode) {
 	w.mu.Lock()
 	n.dropped = true
 	w.unlistLocked(n)
-	if e := w.nodes[n.path]; e != nil && e.pw != nil {
-		w.unrefLocked(e.pw, parentOf(n.path))
-		e.pw = nil
+	if e := w.nodes[n.path]; e != nil {
+		w.leaveParentLocked(e, parentOf(n.path))
 	}
 	delete(w.nodes, n.path)
 	w.mu.Unlock()
