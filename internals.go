@@ -78,7 +78,8 @@ type lockNode struct {
 	known   bool          // czxid and owner are set
 	knownC  chan struct{} // closed once known; made only for one who waits before (see learned)
 
-	dropped bool // its wait or hold is over: its Client's holdWatch no longer follows it (guarded by holdWatch.mu)
+	dropped bool  // its wait or hold is over: its Client's holdWatch no longer follows it (guarded by holdWatch.mu)
+	revoked int32 // the data version of the revocation request last reported, by watchOwn; 0 for none
 
 	// The child watch on the parent that the listing sent behind its
 	// create set, and that watch's count of events before it was sent,
@@ -614,9 +615,10 @@ func watchOwnAlongside(ctx context.Context, c *Client, n *lockNode, onRevoke fun
 }
 
 // watchOwn sets a data watch on n and returns it. The first time, it also
-// learns n's fencing token and ephemeral owner, and marks n known. (n's session is the one
-// that created it, known from the create.) It reports a
-// pending revocation request.
+// learns n's fencing token and ephemeral owner, and marks n known. (n's
+// session is the one that created it, known from the create.) It reports
+// a pending revocation request once, however often the watch is set
+// again: n's callers set it one at a time.
 func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func(string)) (<-chan zk.Event, error) {
 	type got struct {
 		data []byte
@@ -644,7 +646,11 @@ func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func(string)
 		n.czxid, n.owner = g.stat.Czxid, g.stat.EphemeralOwner
 		n.markKnown()
 	}
-	if onRevoke != nil && bytes.Equal(g.data, revokeMessage) {
+	// Once per request: the watch may be set again with no new request
+	// (the Client's holdWatch learns of a data change after the waiter
+	// has seen the request, and the hold sets its watch again).
+	if onRevoke != nil && bytes.Equal(g.data, revokeMessage) && g.stat.Version != n.revoked {
+		n.revoked = g.stat.Version
 		onRevoke(n.path)
 	}
 	return g.ch, nil

@@ -2,6 +2,7 @@ package zklock_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,4 +32,61 @@ func TestIntegration_RevokeHolder(t *testing.T) {
 	assert.NoError(t, h.Err(), "revocation is cooperative: the hold stands")
 	assert.True(t, m.IsOwnedBy(h))
 	require.NoError(t, m.Release(h))
+}
+
+// One revocation request runs a waiter's callback once, though the waiter
+// is granted after it: Curator's callback runs once per request. Many
+// waiters of one Client are asked at once, so that the Client's event
+// loop lags behind their own watches.
+func TestIntegration_RevokeWaiterCallbackOncePerRequest(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	holder := e.mutex(c, "/revoke-once")
+	h, err := holder.Acquire(context.Background())
+	require.NoError(t, err)
+	const waiters = 24
+	var mu sync.Mutex
+	calls := make(map[*zklock.Mutex]int)
+	asked := make(chan struct{}, 10*waiters)
+	var wg sync.WaitGroup
+	for range waiters {
+		m := e.mutex(c, "/revoke-once")
+		m.MakeRevocable(func(m *zklock.Mutex) {
+			mu.Lock()
+			calls[m]++
+			mu.Unlock()
+			asked <- struct{}{}
+		})
+		wg.Add(1)
+		go func() { // granted in turn, it releases at once
+			defer wg.Done()
+			ctx, err := m.Acquire(context.Background())
+			if assert.NoError(t, err) {
+				assert.NoError(t, m.Release(ctx))
+			}
+		}()
+	}
+	parts := waitParticipants(t, holder, waiters+1)
+	var asks sync.WaitGroup
+	for _, p := range parts[1:] {
+		asks.Add(1)
+		go func() {
+			defer asks.Done()
+			assert.NoError(t, zklock.Revoke(context.Background(), c, p))
+		}()
+	}
+	asks.Wait()
+	for range waiters {
+		await(t, asked, 10*time.Second)
+	}
+	require.NoError(t, holder.Release(h))
+	wg.Wait()
+	require.NoError(t, c.Close()) // its callbacks have all run
+	mu.Lock()
+	defer mu.Unlock()
+	for m, n := range calls {
+		assert.Equal(t, 1, n, "callbacks of %p for one request", m)
+	}
+	assert.Len(t, calls, waiters)
 }
