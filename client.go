@@ -400,56 +400,6 @@ func (c *Client) awaitConnGone() {
 	}
 }
 
-// sockets is the dialer of a connection that Connect opens: go-zookeeper's
-// own (net.DialTimeout), except that it keeps what it opened, for Close.
-type sockets struct {
-	mu     sync.Mutex
-	open   map[*socket]struct{}
-	closed bool // closeAll was called: no more dials
-}
-
-// socket is a connection that sockets opened; closing it forgets it.
-type socket struct {
-	net.Conn
-	s *sockets
-}
-
-// dial is a zk.Dialer.
-func (s *sockets) dial(network, address string, timeout time.Duration) (net.Conn, error) {
-	conn, err := net.DialTimeout(network, address, timeout)
-	if err != nil {
-		return nil, err
-	}
-	sk := &socket{Conn: conn, s: s}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		conn.Close()
-		return nil, net.ErrClosed
-	}
-	s.open[sk] = struct{}{}
-	return sk, nil
-}
-
-// closeAll closes every socket still open, and any dialed later.
-func (s *sockets) closeAll() {
-	s.mu.Lock()
-	open := s.open
-	s.open, s.closed = nil, true
-	s.mu.Unlock()
-	for sk := range open {
-		sk.Conn.Close()
-	}
-}
-
-// Close closes the socket and forgets it.
-func (sk *socket) Close() error {
-	sk.s.mu.Lock()
-	delete(sk.s.open, sk)
-	sk.s.mu.Unlock()
-	return sk.Conn.Close()
-}
-
 // closeBoundLocked is how long after Close the Client keeps deleting its
 // nodes on a connection it does not own: until the session cannot be alive
 // any more if the connection stays down, a session timeout after it went
