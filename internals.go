@@ -388,23 +388,54 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 // ZooKeeper, which serves one session's requests in order, serves it after
 // the create and the caller waits one round trip for both. The create must
 // run under the returned context (see sending); the caller calls sent once
-// the create has returned, in case it was never sent. read's outcome comes
-// on the channel. ok is false once the Client has begun to close.
+// the create has returned, whether it was sent or not. read's outcome
+// comes on the channel. ok is false once the Client has begun to close.
+//
+// read is sent once the create has been written to the Client's socket
+// (see sockets.written): go-zookeeper queues requests from many
+// goroutines, and a read handed over as the create is could overtake it.
+// On a connection of a caller's dialer, whose writes the Client cannot
+// see, read is handed over right after the create, and overtakes it now
+// and then (its caller then lists again).
 func readBehind[T any](ctx context.Context, c *Client, read func() T) (cctx context.Context, sent func(), out <-chan T, ok bool) {
-	ch := make(chan struct{})
+	handed, returned := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	sent = func() { once.Do(func() { close(ch) }) }
+	var written <-chan struct{} // set before handed is closed, by sending
+	var forget func()
+	sending := func(p string) {
+		once.Do(func() {
+			written, forget = c.sockets.written(p)
+			close(handed)
+		})
+	}
+	var sentOnce sync.Once
+	sent = func() {
+		sentOnce.Do(func() {
+			once.Do(func() { close(handed) }) // never sent: read goes on its own
+			close(returned)
+			if forget != nil {
+				forget()
+			}
+		})
+	}
 	res := make(chan T, 1)
 	if !c.goFunc(func() {
 		select {
-		case <-ch:
+		case <-handed:
+			if written != nil {
+				select {
+				case <-written:
+				case <-returned: // written, or never will be
+				case <-ctx.Done():
+				}
+			}
 		case <-ctx.Done():
 		}
 		res <- read()
 	}) {
 		return nil, nil, nil, false
 	}
-	return context.WithValue(ctx, sendingKey{}, sent), sent, res, true
+	return context.WithValue(ctx, sendingKey{}, sending), sent, res, true
 }
 
 // acquireAt creates the node req.at names, non-sequential and protected,

@@ -170,15 +170,16 @@ func (c *Client) aclFor(p string) ([]zk.ACL, error) {
 	return acl, nil
 }
 
-// sendingKey carries, in the context of a create, a function to call right
-// before the create request is handed to the connection: a read that must
-// be served after the create waits for it (see lockInternals.createAndList).
+// sendingKey carries, in the context of a create, a function to call with
+// the create's path right before the create request is handed to the
+// connection: a read that must be served after the create waits for it
+// (see readBehind).
 type sendingKey struct{}
 
-// sending calls ctx's sending function, if it has one.
-func sending(ctx context.Context) {
-	if f, ok := ctx.Value(sendingKey{}).(func()); ok {
-		f()
+// sending calls ctx's sending function, if it has one, for a create of p.
+func sending(ctx context.Context, p string) {
+	if f, ok := ctx.Value(sendingKey{}).(func(string)); ok {
+		f(p)
 	}
 }
 
@@ -212,7 +213,7 @@ func (pc *protectedCreate) run(ctx context.Context) (created string, err error) 
 		}
 		name := path.Join(pc.parent, pc.prefix+pc.base)
 		created, err := await(c, ctx, func() (string, error) {
-			sending(ctx)
+			sending(ctx, name)
 			return pc.create(name)
 		}, pc.abandoned(pc.prefix))
 		switch {
