@@ -1,10 +1,12 @@
 package zklock_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
@@ -122,4 +124,25 @@ func FuzzGetsTheLock(f *testing.F) {
 			t.Fatalf("node %q at %d, maxLeases %d: watches %q, want %q", node, i, maxLeases, res.Watch, children[i-maxLeases])
 		}
 	})
+}
+
+// panickyDriver is the standard driver whose CreateNode panics.
+type panickyDriver struct{ zklock.StandardDriver }
+
+func (panickyDriver) CreateNode(context.Context, *zklock.Client, string, []byte) (string, error) {
+	panic("driver bug")
+}
+
+// A Driver whose CreateNode panics leaves nothing running behind the
+// panic: the listing prepared to travel with the create ends, and Close
+// returns.
+func TestIntegration_DriverPanicInCreateNode(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	m := e.mutex(c, "/panicky", zklock.WithDriver(panickyDriver{}))
+	require.PanicsWithValue(t, "driver bug", func() { _, _ = m.Acquire(context.Background()) })
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	require.NoError(t, await(t, closed, 10*time.Second), "Close returns")
 }
