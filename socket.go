@@ -79,9 +79,13 @@ func newSocketReader(conn net.Conn) *bufio.Reader {
 // node at p, and a function that forgets p, to call once the create has
 // returned. A read sent after the channel is closed is served after the
 // create: ZooKeeper serves one session's requests in the order it reads
-// them. written returns nil if no socket of s is open: the Client's
-// connection is a caller's dialer's, or down.
+// them. written returns nil if no socket of s is open (the Client's
+// connection is a caller's dialer's, or down), or s is nil (a Client of
+// NewClient).
 func (s *sockets) written(p string) (<-chan struct{}, func()) {
+	if s == nil {
+		return nil, nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.open) == 0 {
