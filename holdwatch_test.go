@@ -68,36 +68,29 @@ func holdMany(t *testing.T, e *env, c *zklock.Client, dir string, n int) ([]*zkl
 	wg.Wait()
 	close(errs)
 	require.NoError(t, <-errs)
-	// The few whose listing overtook their create watch their own nodes:
-	// wait until those watches are set, so that no request is left to send.
+	// A hold whose listing did not show its node (none, on the Client's
+	// own socket) watches its own node: wait until such watches are set,
+	// so that no request is left to send.
 	require.Eventually(t, func() bool { return zklock.WatchesSettled(c) }, 10*time.Second, time.Millisecond)
 	return holds, mutexes
 }
 
 // lockAtOnce takes a new lock on c, named after name, whose hold relies
-// on its parent's watch: the listing sent behind a create can overtake
-// it on its way into go-zookeeper's queue (now and then), and that hold
-// watches its own node; so lockAtOnce tries again on another lock, at
-// most ten times. It returns the Mutex, the hold, and the requests cc
-// counted before the acquire that did.
+// on its parent's watch: its listing, sent once its create was written to
+// the Client's socket, shows its node. It returns the Mutex, the hold,
+// and the requests cc counted before the acquire.
 func lockAtOnce(t *testing.T, e *env, c *zklock.Client, cc *countConn, name string) (*zklock.Mutex, *zklock.Hold, int) {
 	t.Helper()
-	for i := range 10 {
-		p := fmt.Sprintf("/%s-%d", name, i)
-		e.create(e.root + p) // made before, as a lock taken again finds it
-		m := e.mutex(c, p)
-		before := requests(cc)
-		_, parents := zklock.FollowedNodes(c)
-		hd, err := m.Lock(context.Background())
-		require.NoError(t, err)
-		if _, now := zklock.FollowedNodes(c); now == parents+1 {
-			return m, hd, before
-		}
-		require.NoError(t, hd.Release())
-		require.Eventually(t, func() bool { return zklock.WatchesSettled(c) }, 10*time.Second, time.Millisecond)
-	}
-	t.Fatal("in ten acquires, no listing came after its create")
-	return nil, nil, 0
+	p := "/" + name
+	e.create(e.root + p) // made before, as a lock taken again finds it
+	m := e.mutex(c, p)
+	before := requests(cc)
+	_, parents := zklock.FollowedNodes(c)
+	hd, err := m.Lock(context.Background())
+	require.NoError(t, err)
+	_, now := zklock.FollowedNodes(c)
+	require.Equal(t, parents+1, now, "the hold relies on its parent's watch")
+	return m, hd, before
 }
 
 // followed returns how many nodes and parents c's holdWatch follows.
