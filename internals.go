@@ -79,7 +79,7 @@ type lockNode struct {
 	knownC  chan struct{} // closed once known; made only for one who waits before (see learned)
 
 	dropped bool  // its wait or hold is over: its Client's holdWatch no longer follows it (guarded by holdWatch.mu)
-	revoked int32 // the data version of the revocation request last reported, by watchOwn; 0 for none
+	revoked int32 // the data version of the revocation request last reported, by watchOwn; -1 for none
 
 	// The child watch on the parent that the listing sent behind its
 	// create set, and that watch's count of events before it was sent,
@@ -92,7 +92,7 @@ type lockNode struct {
 }
 
 func newLockNode(p string, session int64) *lockNode {
-	return &lockNode{path: p, name: path.Base(p), session: session, position: -1}
+	return &lockNode{path: p, name: path.Base(p), session: session, position: -1, revoked: -1}
 }
 
 // isKnown reports whether the first watchOwn of n has succeeded.
@@ -363,6 +363,7 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 	if !ok {
 		return nil, nil, nil, ErrClosed
 	}
+	defer sent() // a Driver that panics too: the create's path is forgotten
 	// A custom driver may create otherwise: then the listing follows the
 	// create's reply.
 	p, err := li.driver.CreateNode(cctx, c, path.Join(li.basePath, li.lockName), data)

@@ -321,6 +321,7 @@ func (s *Semaphore) createLeases(ctx context.Context, n int) ([]*lockNode, <-cha
 				deleteNodes(c, made)
 				return nil, nil, ErrClosed
 			}
+			defer sent()
 		}
 		sid := c.zc.SessionID()
 		p, err := c.createProtected(cctx, pathpkg.Join(s.leases, leaseName), s.data, zk.FlagEphemeral|zk.FlagSequence, "")
