@@ -1,7 +1,6 @@
 package zklock
 
 import (
-	"bufio"
 	"encoding/binary"
 	"net"
 	"sync"
@@ -11,8 +10,7 @@ import (
 
 // sockets is the dialer of a connection that Connect opens: go-zookeeper's
 // own (net.DialTimeout), except that it keeps what it opened, for Close,
-// buffers each socket's reads (see socket), and tells when a create has
-// been written (see written).
+// and tells when a create has been written (see written).
 type sockets struct {
 	mu      sync.Mutex
 	open    map[*socket]struct{}
@@ -22,23 +20,10 @@ type sockets struct {
 	awaited atomic.Int32 // len(creates), read by every write without mu
 }
 
-// socketBuffer is the size of a socket's read buffer: most replies are
-// under 100 bytes (go-zookeeper's own buffer, for the largest packet, is
-// 1.5 MiB).
-const socketBuffer = 16 << 10
-
-// socket is a connection that sockets opened; closing it forgets it. Its
-// reads are buffered: go-zookeeper reads each packet in two reads (its
-// length, then the rest), and under many requests in flight the replies
-// and notifications that arrive together now come in one system call,
-// instead of two each, on a machine whose CPUs the server may share.
-// (Releasing 10,000 locks from 64 goroutines on loopback, where each
-// delete also brings a notification, went from 0.68x to 0.90x of zk.Lock's
-// rate; see docs/performance.md.)
+// socket is a connection that sockets opened; closing it forgets it.
 type socket struct {
 	net.Conn
 	s *sockets
-	r *bufio.Reader
 }
 
 // dial is a zk.Dialer.
@@ -47,7 +32,7 @@ func (s *sockets) dial(network, address string, timeout time.Duration) (net.Conn
 	if err != nil {
 		return nil, err
 	}
-	sk := &socket{Conn: conn, s: s, r: newSocketReader(conn)}
+	sk := &socket{Conn: conn, s: s}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -67,11 +52,6 @@ func (s *sockets) closeAll() {
 	for sk := range open {
 		sk.Conn.Close()
 	}
-}
-
-// newSocketReader returns a socket's read buffer on conn.
-func newSocketReader(conn net.Conn) *bufio.Reader {
-	return bufio.NewReaderSize(conn, socketBuffer)
 }
 
 // written returns a channel closed once a socket of s has written the
@@ -139,11 +119,6 @@ func (sk *socket) Write(b []byte) (int, error) {
 		sk.s.wrote(b)
 	}
 	return n, err
-}
-
-// Read reads from the socket's buffer, filled by reads of the connection.
-func (sk *socket) Read(p []byte) (int, error) {
-	return sk.r.Read(p)
 }
 
 // Close closes the socket and forgets it.
