@@ -226,10 +226,8 @@ func TestIntegration_ManyHoldsConnectionEvent(t *testing.T) {
 		}, ""},
 	}
 	for _, tc := range cases {
-		// One at a time, as the tests above: three Clients taking 5,000
-		// locks each at once, then losing them, kept the shared server from
-		// answering another test's connection for seconds (one CI run).
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := setup(t)
 			link := e.link()
 			rec := newLogRecorder(slog.LevelWarn)
