@@ -345,11 +345,8 @@ func (w *holdWatch) event(ev zk.Event) {
 		w.mu.Unlock()
 		return
 	}
-	if e.pw != nil { // its own watch, set now, takes over from the parent's
-		w.ownWatchLocked(e, parentOf(ev.Path))
-	} else {
-		e.setting = true
-	}
+	w.leaveParentLocked(e, parentOf(ev.Path)) // its own watch, set now, takes over from any parent's
+	e.setting = true
 	h := e.h
 	w.mu.Unlock()
 	w.setWatch(e, h)
