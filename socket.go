@@ -99,11 +99,12 @@ func (s *sockets) wrote(b []byte) {
 	if n < 0 || pathAt+n > len(b) {
 		return
 	}
+	p := b[pathAt : pathAt+n]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ch, ok := s.creates[string(b[pathAt:pathAt+n])]; ok {
+	if ch, ok := s.creates[string(p)]; ok {
 		close(ch)
-		delete(s.creates, string(b[pathAt:pathAt+n]))
+		delete(s.creates, string(p))
 		s.awaited.Add(-1)
 	}
 }
