@@ -49,7 +49,10 @@ func TestChaosTeeth(t *testing.T) {
 		{"holdlost", []string{"-only", strconv.Itoa(int(pauseHolderLong)), "-duration", "45s", "-long-every", "2", "-calm", "1s", "-no-max-hold"}, violUnsignalled},
 		{"twoholders", noFaults, violTwoHolders},
 		{"orphans", noFaults, "orphans"},
-		{"extralease", noFaults, violLeases},
+		// Without them too: a lease ended on its timer while the extra one
+		// stood made the checker file the excess as an unsignalled loss
+		// (one CI run).
+		{"extralease", []string{"-no-faults", "-duration", "10s", "-no-max-hold"}, violLeases},
 	} {
 		t.Run(tc.mutant, func(t *testing.T) {
 			args := append([]string{"-seed", "15", "-load-waiters", "0"}, tc.args...)
