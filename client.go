@@ -111,10 +111,12 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 	c.holds.routed = true // node events come through the callback too
 	c.dials = newDialWatch(c.log)
 	c.sockets = &sockets{open: make(map[*socket]struct{})}
-	// Ours come last: the Client must see every session event. The host
-	// provider and the dialer come first, so that one of the caller's wins.
-	zkOpts := append([]func(*zk.Conn){func(zc *zk.Conn) { zk.WithHostProvider(c.dials)(zc) }, zk.WithDialer(c.sockets.dial)}, o.zkOpts...)
-	zkOpts = append(zkOpts, zk.WithEventCallback(c.dials.event(c.queue.push)), zk.WithLogger(zkLogger{c}))
+	// Ours come last: the Client must see every session event, and its
+	// sockets wrap the dialer in effect. The host provider comes first, so
+	// that one of the caller's wins.
+	zkOpts := append([]func(*zk.Conn){func(zc *zk.Conn) { zk.WithHostProvider(c.dials)(zc) }}, o.zkOpts...)
+	zkOpts = append(zkOpts, zk.WithEventCallback(c.dials.event(c.queue.push)), zk.WithLogger(zkLogger{c}),
+		func(zc *zk.Conn) { c.sockets.wrap(zc) })
 	conn, events, err := zk.Connect(addrs, o.sessionTimeout, convertOpts(zk.WithLogInfo(true), zkOpts)...)
 	if err != nil {
 		registered(c, false) // never returned, so never closed
@@ -332,8 +334,8 @@ func (c *Client) zero() bool { return c == nil || c.closing == nil }
 // the ensemble expires it, at most a session timeout after the cut. If
 // it is still in its handshake with a server that does not answer, Close
 // cuts it within about a second and a half (go-zookeeper's own close
-// waits a second), not after go-zookeeper's ten read timeouts; unless the
-// connection came from a dialer of the caller's (zk.WithDialer).
+// waits a second), not after go-zookeeper's ten read timeouts, whichever
+// dialer opened it.
 //
 // On a connection the Client does not own (NewClient), the session, and
 // with it the nodes, outlive the Client. So Close sees every pending delete
@@ -383,7 +385,7 @@ const closeGrace = 500 * time.Millisecond
 // goroutines to end: it closes the event channel when they are done. A
 // connection still in its handshake with a server that does not answer
 // would keep them for ten read timeouts, so after closeGrace the sockets
-// our dialer opened are closed (a dialer of the caller's is left alone).
+// it opened are closed.
 func (c *Client) awaitConnGone() {
 	grace := time.NewTimer(closeGrace)
 	defer grace.Stop()

@@ -395,9 +395,9 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 // read is sent once the create has been written to the Client's socket
 // (see sockets.written): go-zookeeper queues requests from many
 // goroutines, and a read handed over as the create is could overtake it.
-// On a connection of a caller's dialer, whose writes the Client cannot
-// see, read is handed over right after the create, and overtakes it now
-// and then (its caller then lists again).
+// On a connection whose writes the Client cannot see (NewClient's), read
+// is handed over right after the create, and overtakes it now and then
+// (its caller then lists again).
 func readBehind[T any](ctx context.Context, c *Client, read func() T) (cctx context.Context, sent func(), out <-chan T, ok bool) {
 	handed, returned := make(chan struct{}), make(chan struct{})
 	var once sync.Once

@@ -397,6 +397,7 @@ func (c *Client) run() {
 	defer stopLost()
 	handle := func(ev zk.Event) {
 		c.holds.event(ev)
+		c.guard(ev)
 		suspended := c.handle(ev)
 		c.holds.sweep()
 		if suspended && lostT == nil {

@@ -3,14 +3,20 @@ package zklock
 import (
 	"encoding/binary"
 	"net"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
+
+	"github.com/go-zookeeper/zk"
 )
 
-// sockets is the dialer of a connection that Connect opens: go-zookeeper's
-// own (net.DialTimeout), except that it keeps what it opened, for Close,
-// and tells when a create has been written (see written).
+// sockets stands between go-zookeeper and the dialer of a connection that
+// Connect opens (go-zookeeper's own, net.DialTimeout, or a caller's
+// zk.WithDialer; see wrap): it keeps what was opened, for Close, tells
+// when a create has been written (see written), and orders a session's
+// new connection (see socket.hold).
 type sockets struct {
 	mu      sync.Mutex
 	open    map[*socket]struct{}
@@ -18,17 +24,56 @@ type sockets struct {
 	creates map[string]chan struct{} // the paths of creates awaited, each closed once written (see written)
 
 	awaited atomic.Int32 // len(creates), read by every write without mu
+
+	guarded atomic.Int64 // the session in which go-zookeeper holds the guard watch (see guard)
+	arming  int64        // the session whose guard watch is being set
 }
 
 // socket is a connection that sockets opened; closing it forgets it.
 type socket struct {
 	net.Conn
 	s *sockets
+
+	// open is set once the socket writes as it is asked to; until then
+	// it may hold back what go-zookeeper writes after the connect request
+	// (see hold). Set under mu, after what was held is written.
+	open atomic.Bool
+
+	mu      sync.Mutex  // guards the fields below, and the writes of a socket not yet open
+	greeted bool        // the connect request is written
+	pending []byte      // packets held back
+	late    *time.Timer // writes what is held back if the guard watch is missing
 }
 
-// dial is a zk.Dialer.
-func (s *sockets) dial(network, address string, timeout time.Duration) (net.Conn, error) {
-	conn, err := net.DialTimeout(network, address, timeout)
+// wrap is a go-zookeeper option, given after the caller's, that puts s
+// between go-zookeeper and the dialer then in effect. go-zookeeper has no
+// way to read its dialer, so wrap reaches into its unexported field; if a
+// version of go-zookeeper has none (TestSocketsWrapDialer says so), the
+// dialer stays as it is and s opens nothing. It reports whether it wrapped.
+func (s *sockets) wrap(zc *zk.Conn) bool {
+	d := dialerOf(zc)
+	if d == nil || *d == nil {
+		return false
+	}
+	inner := *d
+	*d = func(network, address string, timeout time.Duration) (net.Conn, error) {
+		return s.dial(inner, network, address, timeout)
+	}
+	return true
+}
+
+// dialerOf returns go-zookeeper's dialer field of zc, or nil if it has none.
+func dialerOf(zc *zk.Conn) *zk.Dialer {
+	f := reflect.ValueOf(zc).Elem().FieldByName("dialer")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[zk.Dialer]() {
+		return nil
+	}
+	return (*zk.Dialer)(unsafe.Pointer(f.UnsafeAddr()))
+}
+
+// dial dials with inner, and keeps the connection.
+func (s *sockets) dial(inner zk.Dialer, network, address string, timeout time.Duration) (net.Conn, error) {
+	conn, err := inner(network, address, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -59,9 +104,8 @@ func (s *sockets) closeAll() {
 // node at p, and a function that forgets p, to call once the create has
 // returned. A read sent after the channel is closed is served after the
 // create: ZooKeeper serves one session's requests in the order it reads
-// them. written returns nil if no socket of s is open (the Client's
-// connection is a caller's dialer's, or down), or s is nil (a Client of
-// NewClient).
+// them. written returns nil if no socket of s is open (the connection is
+// down), or s is nil (a Client of NewClient).
 func (s *sockets) written(p string) (<-chan struct{}, func()) {
 	if s == nil {
 		return nil, nil
@@ -113,11 +157,112 @@ func (s *sockets) wrote(b []byte) {
 const opCreate = 1
 
 // Write writes b, a packet (go-zookeeper writes each in one write), and
-// tells a create's waiter that it has been written.
+// tells a create's waiter that it has been written. On a socket not yet
+// open it may hold b back (see hold).
 func (sk *socket) Write(b []byte) (int, error) {
+	if !sk.open.Load() {
+		if n, held, err := sk.hold(b); held {
+			return n, err
+		}
+	}
 	n, err := sk.Conn.Write(b)
 	if err == nil && sk.s.awaited.Load() > 0 {
 		sk.s.wrote(b)
+	}
+	return n, err
+}
+
+// hold works around go-zookeeper's race on its last zxid (go-zookeeper
+// issue #35): when it takes up a session again on a new connection, it
+// reads the zxid for its set-watches request while its receiving loop
+// already records the zxids of answers to requests it sent meanwhile.
+// hold keeps those requests back until the set-watches request is
+// written, which go-zookeeper sends only after reading the zxid: the
+// answers come after it, and Read orders them after it too. It reports
+// whether it wrote or kept b; if not, Write writes it as usual.
+//
+// Only a connection that takes up a session in which go-zookeeper holds
+// the Client's guard watch waits so; there, go-zookeeper sets watches
+// again, so a set-watches request comes. A new session has none to set,
+// and its socket opens with the connect request. Authentication requests,
+// which go-zookeeper sends, and waits for, before any other, go through
+// (the race remains for them). If the guard watch is gone (someone created
+// its node), the socket opens after a tenth of the session timeout.
+func (sk *socket) hold(b []byte) (n int, held bool, err error) {
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	switch op := opcodeOf(b); {
+	case sk.open.Load():
+		return 0, false, nil
+	case !sk.greeted:
+		sk.greeted = true
+		sid, timeout := connectRequestOf(b)
+		if sid == 0 || sid != sk.s.guarded.Load() {
+			sk.open.Store(true)
+			return 0, false, nil
+		}
+		sk.late = time.AfterFunc(timeout/10, sk.release)
+		return 0, false, nil
+	case op == opSetAuth:
+		return 0, false, nil
+	case op == opSetWatches:
+		sk.pending = append(sk.pending, b...)
+		err := sk.releaseLocked()
+		if err != nil {
+			return 0, true, err
+		}
+		return len(b), true, nil
+	default:
+		sk.pending = append(sk.pending, b...)
+		return len(b), true, nil
+	}
+}
+
+// release opens the socket, writing what it held back.
+func (sk *socket) release() {
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	if sk.open.Load() {
+		return
+	}
+	if err := sk.releaseLocked(); err != nil {
+		sk.Conn.Close() // go-zookeeper hears of it from its next read
+	}
+}
+
+// releaseLocked opens the socket and writes what it held back; sk.mu must
+// be held.
+func (sk *socket) releaseLocked() error {
+	defer sk.open.Store(true)
+	if sk.late != nil {
+		sk.late.Stop()
+	}
+	b := sk.pending
+	sk.pending = nil
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := sk.Conn.Write(b)
+	if err == nil && sk.s.awaited.Load() > 0 {
+		for p := b; len(p) >= 4; {
+			n := min(4+int(binary.BigEndian.Uint32(p[:4])), len(p))
+			sk.s.wrote(p[:n])
+			p = p[n:]
+		}
+	}
+	return err
+}
+
+// Read reads from the connection. What it reads after the socket opened
+// (an answer to a request written then) comes after the opening for the
+// race detector too, not through the network alone: Read sees open set,
+// or waits for the opening under way to end.
+func (sk *socket) Read(b []byte) (int, error) {
+	n, err := sk.Conn.Read(b)
+	if !sk.open.Load() {
+		sk.mu.Lock()
+		//lint:ignore SA2001 the empty critical section orders this read after a release under way
+		sk.mu.Unlock()
 	}
 	return n, err
 }
@@ -127,5 +272,87 @@ func (sk *socket) Close() error {
 	sk.s.mu.Lock()
 	delete(sk.s.open, sk)
 	sk.s.mu.Unlock()
+	sk.mu.Lock()
+	if sk.late != nil {
+		sk.late.Stop()
+	}
+	sk.mu.Unlock()
 	return sk.Conn.Close()
+}
+
+// Requests of go-zookeeper's that hold treats apart.
+const (
+	opSetAuth    = 100
+	opSetWatches = 101
+)
+
+// opcodeOf returns the opcode of b, a request packet, or -1.
+func opcodeOf(b []byte) int32 {
+	if len(b) < 12 {
+		return -1
+	}
+	return int32(binary.BigEndian.Uint32(b[8:12]))
+}
+
+// connectRequestOf returns the session, and the session timeout, that b,
+// a connect request, asks for: after the length come the protocol
+// version, the last zxid, the timeout and the session.
+func connectRequestOf(b []byte) (sid int64, timeout time.Duration) {
+	if len(b) < 28 {
+		return 0, 0
+	}
+	ms := int32(binary.BigEndian.Uint32(b[16:20]))
+	return int64(binary.BigEndian.Uint64(b[20:28])), time.Duration(ms) * time.Millisecond
+}
+
+// guardPath is the node of the guard watch: a node nobody creates, whose
+// existence the Client watches in each session, so that go-zookeeper
+// holds a watch whenever it takes the session up again (see hold).
+const guardPath = "/zookeeper/zklock-guard"
+
+// guard sets the guard watch after ev, a go-zookeeper event, if the
+// session has none: a new session, or a guard node someone created.
+func (c *Client) guard(ev zk.Event) {
+	s := c.sockets
+	switch {
+	case s == nil:
+		return
+	case ev.Path == guardPath && ev.Type != zk.EventNotWatching:
+		s.guarded.Store(0)
+	case ev.Type != zk.EventSession || ev.State != zk.StateHasSession:
+		return
+	}
+	sid := c.conn.SessionID()
+	if !s.arm(sid) {
+		return
+	}
+	c.goFunc(func() {
+		_, _, _, err := c.conn.ExistsW(guardPath)
+		s.armed(sid, err == nil && c.conn.SessionID() == sid)
+	})
+}
+
+// arm reports whether to set the guard watch in session sid: our dialer
+// is in use, and the watch is neither set nor being set.
+func (s *sockets) arm(sid int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sid == 0 || len(s.open) == 0 || s.guarded.Load() == sid || s.arming == sid {
+		return false
+	}
+	s.arming = sid
+	return true
+}
+
+// armed records that setting the guard watch in session sid ended, set if
+// ok.
+func (s *sockets) armed(sid int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ok {
+		s.guarded.Store(sid)
+	}
+	if s.arming == sid {
+		s.arming = 0
+	}
 }

@@ -1,0 +1,204 @@
+package zklock
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The pinned go-zookeeper has the field that sockets.wrap reaches into:
+// a version without it would quietly lose the ordering of reconnects, so
+// an upgrade that renames it fails here. Dialing then goes through the
+// Client's sockets, with the caller's dialer underneath.
+func TestSocketsWrapDialer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	var dialed []string
+	caller := func(network, address string, timeout time.Duration) (net.Conn, error) {
+		dialed = append(dialed, address)
+		return net.DialTimeout(network, address, timeout)
+	}
+	zc := new(zk.Conn)
+	zk.WithDialer(caller)(zc)
+	s := &sockets{open: make(map[*socket]struct{})}
+	require.True(t, s.wrap(zc), "go-zookeeper's dialer field is where wrap looks")
+
+	// The Conn's dialer is now s's: call it as go-zookeeper does.
+	conn, err := (*dialerOf(zc))("tcp", ln.Addr().String(), time.Second)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.IsType(t, &socket{}, conn)
+	assert.Equal(t, []string{ln.Addr().String()}, dialed, "the caller's dialer dialed")
+	assert.Len(t, s.open, 1, "the socket is kept, for Close")
+}
+
+// packet builds a request packet as go-zookeeper writes it: length, xid,
+// opcode, body.
+func packet(xid int32, op int32, body ...byte) []byte {
+	b := make([]byte, 12, 12+len(body))
+	binary.BigEndian.PutUint32(b[0:4], uint32(8+len(body)))
+	binary.BigEndian.PutUint32(b[4:8], uint32(xid))
+	binary.BigEndian.PutUint32(b[8:12], uint32(op))
+	return append(b, body...)
+}
+
+// connectPacket builds a connect request for session sid with a session
+// timeout of timeout.
+func connectPacket(sid int64, timeout time.Duration) []byte {
+	b := make([]byte, 4+4+8+4+8+4+16)
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
+	binary.BigEndian.PutUint32(b[16:20], uint32(timeout/time.Millisecond))
+	binary.BigEndian.PutUint64(b[20:28], uint64(sid))
+	binary.BigEndian.PutUint32(b[28:32], 16)
+	return b
+}
+
+// pipeSocket returns a socket of s over one end of a pipe, and a channel
+// of what reaches the other end, each write's bytes whole.
+func pipeSocket(t *testing.T, s *sockets) (*socket, <-chan []byte) {
+	t.Helper()
+	near, far := net.Pipe()
+	sk := &socket{Conn: near, s: s}
+	s.open[sk] = struct{}{}
+	got := make(chan []byte, 16)
+	go func() {
+		defer close(got)
+		buf := make([]byte, 1<<16)
+		for {
+			n, err := far.Read(buf)
+			if err != nil {
+				return
+			}
+			got <- append([]byte(nil), buf[:n]...)
+		}
+	}()
+	t.Cleanup(func() {
+		sk.Close()
+		far.Close()
+		for range got {
+		}
+	})
+	return sk, got
+}
+
+// read returns the next bytes the far end got, or fails after d.
+func read(t *testing.T, got <-chan []byte, d time.Duration) []byte {
+	t.Helper()
+	select {
+	case b := <-got:
+		return b
+	case <-time.After(d):
+		t.Fatalf("nothing written within %v", d)
+		return nil
+	}
+}
+
+// none asserts that the far end gets nothing for d.
+func none(t *testing.T, got <-chan []byte, d time.Duration) {
+	t.Helper()
+	select {
+	case b := <-got:
+		t.Fatalf("written while held: % x", b)
+	case <-time.After(d):
+	}
+}
+
+// A connection that takes up the guarded session holds go-zookeeper's
+// requests back until its set-watches request, then writes them in
+// order; a set-auth request, which go-zookeeper waits on first, passes.
+func TestSocketHoldsUntilSetWatches(t *testing.T) {
+	s := &sockets{open: make(map[*socket]struct{})}
+	s.guarded.Store(0x42)
+	sk, got := pipeSocket(t, s)
+
+	hello := connectPacket(0x42, time.Hour) // no late release in this test
+	_, err := sk.Write(hello)
+	require.NoError(t, err)
+	assert.Equal(t, hello, read(t, got, time.Second))
+
+	auth := packet(1, opSetAuth, 'a')
+	_, err = sk.Write(auth)
+	require.NoError(t, err)
+	assert.Equal(t, auth, read(t, got, time.Second), "set-auth passes")
+
+	exists, ping := packet(2, 3, 'e'), packet(-2, 11)
+	for _, b := range [][]byte{exists, ping} {
+		n, err := sk.Write(b)
+		require.NoError(t, err)
+		require.Equal(t, len(b), n)
+	}
+	none(t, got, 50*time.Millisecond)
+
+	sw := packet(3, opSetWatches, 's')
+	_, err = sk.Write(sw)
+	require.NoError(t, err)
+	var all []byte
+	for len(all) < len(exists)+len(ping)+len(sw) {
+		all = append(all, read(t, got, time.Second)...)
+	}
+	assert.Equal(t, append(append(append([]byte(nil), exists...), ping...), sw...), all, "held packets first, in order")
+	require.True(t, sk.open.Load())
+
+	later := packet(4, 3, 'l')
+	_, err = sk.Write(later)
+	require.NoError(t, err)
+	assert.Equal(t, later, read(t, got, time.Second), "an open socket writes at once")
+}
+
+// A connection for a new session (go-zookeeper has no watches to set
+// again), or for a session without the guard watch, holds nothing.
+func TestSocketOpenWithoutGuard(t *testing.T) {
+	for _, sid := range []int64{0, 0x7} {
+		s := &sockets{open: make(map[*socket]struct{})}
+		s.guarded.Store(0x42)
+		sk, got := pipeSocket(t, s)
+		_, err := sk.Write(connectPacket(sid, time.Hour))
+		require.NoError(t, err)
+		read(t, got, time.Second)
+		b := packet(1, 3, 'e')
+		_, err = sk.Write(b)
+		require.NoError(t, err)
+		assert.Equal(t, b, read(t, got, time.Second), "session %#x", sid)
+	}
+}
+
+// If no set-watches request comes (someone created the guard node and the
+// watch is gone), the socket writes what it held a tenth of the session
+// timeout after the connect request.
+func TestSocketReleasesLate(t *testing.T) {
+	s := &sockets{open: make(map[*socket]struct{})}
+	s.guarded.Store(0x42)
+	sk, got := pipeSocket(t, s)
+	_, err := sk.Write(connectPacket(0x42, 2*time.Second))
+	require.NoError(t, err)
+	start := time.Now()
+	read(t, got, time.Second)
+	b := packet(1, 3, 'e')
+	_, err = sk.Write(b)
+	require.NoError(t, err)
+	assert.Equal(t, b, read(t, got, 2*time.Second))
+	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "held for a tenth of the timeout")
+}
+
+// Close stops the late release; a closed socket writes nothing more.
+func TestSocketCloseStopsLateRelease(t *testing.T) {
+	s := &sockets{open: make(map[*socket]struct{})}
+	s.guarded.Store(0x42)
+	sk, got := pipeSocket(t, s)
+	_, err := sk.Write(connectPacket(0x42, time.Second))
+	require.NoError(t, err)
+	read(t, got, time.Second)
+	_, err = sk.Write(packet(1, 3, 'e'))
+	require.NoError(t, err)
+	require.NoError(t, sk.Close())
+	assert.False(t, sk.late.Stop(), "stopped by Close")
+	_, err = sk.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.ErrClosedPipe)
+}
