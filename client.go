@@ -126,6 +126,9 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 	if o.wrapConn != nil {
 		c.zc = o.wrapConn(conn)
 	}
+	if c.sockets.wrapped {
+		c.zc = guardConn{zkConn: c.zc, c: c}
+	}
 	c.start()
 	if err := c.awaitFirstSession(addrs); err != nil {
 		c.Close()

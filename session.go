@@ -397,7 +397,7 @@ func (c *Client) run() {
 	defer stopLost()
 	handle := func(ev zk.Event) {
 		c.holds.event(ev)
-		c.guard(ev)
+		c.sockets.event(ev)
 		suspended := c.handle(ev)
 		c.holds.sweep()
 		if suspended && lostT == nil {

@@ -25,8 +25,9 @@ type sockets struct {
 
 	awaited atomic.Int32 // len(creates), read by every write without mu
 
-	guarded atomic.Int64 // the session in which go-zookeeper holds the guard watch (see guard)
+	guarded atomic.Int64 // the session in which go-zookeeper holds the guard watch (see guardConn)
 	arming  int64        // the session whose guard watch is being set
+	wrapped bool         // wrap put s in place; set before the connection starts
 }
 
 // socket is a connection that sockets opened; closing it forgets it.
@@ -36,13 +37,16 @@ type socket struct {
 
 	// open is set once the socket writes as it is asked to; until then
 	// it may hold back what go-zookeeper writes after the connect request
-	// (see hold). Set under mu, after what was held is written.
-	open atomic.Bool
+	// (see hold). Set under mu, after what was held is written; released
+	// is set before.
+	open, released atomic.Bool
 
-	mu      sync.Mutex  // guards the fields below, and the writes of a socket not yet open
-	greeted bool        // the connect request is written
-	pending []byte      // packets held back
-	late    *time.Timer // writes what is held back if the guard watch is missing
+	mu      sync.Mutex    // guards the fields below, and the writes of a socket not yet open
+	greeted bool          // the connect request is written
+	holding bool          // the connection takes up a guarded session (see hold)
+	timeout time.Duration // the session timeout the connect request asks for
+	pending []byte        // packets held back
+	late    *time.Timer   // writes what is held back if no set-watches request comes
 }
 
 // wrap is a go-zookeeper option, given after the caller's, that puts s
@@ -59,6 +63,7 @@ func (s *sockets) wrap(zc *zk.Conn) bool {
 	*d = func(network, address string, timeout time.Duration) (net.Conn, error) {
 		return s.dial(inner, network, address, timeout)
 	}
+	s.wrapped = true
 	return true
 }
 
@@ -172,87 +177,6 @@ func (sk *socket) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// hold works around go-zookeeper's race on its last zxid (go-zookeeper
-// issue #35): when it takes up a session again on a new connection, it
-// reads the zxid for its set-watches request while its receiving loop
-// already records the zxids of answers to requests it sent meanwhile.
-// hold keeps those requests back until the set-watches request is
-// written, which go-zookeeper sends only after reading the zxid: the
-// answers come after it, and Read orders them after it too. It reports
-// whether it wrote or kept b; if not, Write writes it as usual.
-//
-// Only a connection that takes up a session in which go-zookeeper holds
-// the Client's guard watch waits so; there, go-zookeeper sets watches
-// again, so a set-watches request comes. A new session has none to set,
-// and its socket opens with the connect request. Authentication requests,
-// which go-zookeeper sends, and waits for, before any other, go through
-// (the race remains for them). If the guard watch is gone (someone created
-// its node), the socket opens after a tenth of the session timeout.
-func (sk *socket) hold(b []byte) (n int, held bool, err error) {
-	sk.mu.Lock()
-	defer sk.mu.Unlock()
-	switch op := opcodeOf(b); {
-	case sk.open.Load():
-		return 0, false, nil
-	case !sk.greeted:
-		sk.greeted = true
-		sid, timeout := connectRequestOf(b)
-		if sid == 0 || sid != sk.s.guarded.Load() {
-			sk.open.Store(true)
-			return 0, false, nil
-		}
-		sk.late = time.AfterFunc(timeout/10, sk.release)
-		return 0, false, nil
-	case op == opSetAuth:
-		return 0, false, nil
-	case op == opSetWatches:
-		sk.pending = append(sk.pending, b...)
-		err := sk.releaseLocked()
-		if err != nil {
-			return 0, true, err
-		}
-		return len(b), true, nil
-	default:
-		sk.pending = append(sk.pending, b...)
-		return len(b), true, nil
-	}
-}
-
-// release opens the socket, writing what it held back.
-func (sk *socket) release() {
-	sk.mu.Lock()
-	defer sk.mu.Unlock()
-	if sk.open.Load() {
-		return
-	}
-	if err := sk.releaseLocked(); err != nil {
-		sk.Conn.Close() // go-zookeeper hears of it from its next read
-	}
-}
-
-// releaseLocked opens the socket and writes what it held back; sk.mu must
-// be held.
-func (sk *socket) releaseLocked() error {
-	defer sk.open.Store(true)
-	if sk.late != nil {
-		sk.late.Stop()
-	}
-	b := sk.pending
-	sk.pending = nil
-	if len(b) == 0 {
-		return nil
-	}
-	_, err := sk.Conn.Write(b)
-	if err == nil && sk.s.awaited.Load() > 0 {
-		for p := b; len(p) >= 4; {
-			n := min(4+int(binary.BigEndian.Uint32(p[:4])), len(p))
-			sk.s.wrote(p[:n])
-			p = p[n:]
-		}
-	}
-	return err
-}
-
 // Read reads from the connection. What it reads after the socket opened
 // (an answer to a request written then) comes after the opening for the
 // race detector too, not through the network alone: Read sees open set,
@@ -278,81 +202,4 @@ func (sk *socket) Close() error {
 	}
 	sk.mu.Unlock()
 	return sk.Conn.Close()
-}
-
-// Requests of go-zookeeper's that hold treats apart.
-const (
-	opSetAuth    = 100
-	opSetWatches = 101
-)
-
-// opcodeOf returns the opcode of b, a request packet, or -1.
-func opcodeOf(b []byte) int32 {
-	if len(b) < 12 {
-		return -1
-	}
-	return int32(binary.BigEndian.Uint32(b[8:12]))
-}
-
-// connectRequestOf returns the session, and the session timeout, that b,
-// a connect request, asks for: after the length come the protocol
-// version, the last zxid, the timeout and the session.
-func connectRequestOf(b []byte) (sid int64, timeout time.Duration) {
-	if len(b) < 28 {
-		return 0, 0
-	}
-	ms := int32(binary.BigEndian.Uint32(b[16:20]))
-	return int64(binary.BigEndian.Uint64(b[20:28])), time.Duration(ms) * time.Millisecond
-}
-
-// guardPath is the node of the guard watch: a node nobody creates, whose
-// existence the Client watches in each session, so that go-zookeeper
-// holds a watch whenever it takes the session up again (see hold).
-const guardPath = "/zookeeper/zklock-guard"
-
-// guard sets the guard watch after ev, a go-zookeeper event, if the
-// session has none: a new session, or a guard node someone created.
-func (c *Client) guard(ev zk.Event) {
-	s := c.sockets
-	switch {
-	case s == nil:
-		return
-	case ev.Path == guardPath && ev.Type != zk.EventNotWatching:
-		s.guarded.Store(0)
-	case ev.Type != zk.EventSession || ev.State != zk.StateHasSession:
-		return
-	}
-	sid := c.conn.SessionID()
-	if !s.arm(sid) {
-		return
-	}
-	c.goFunc(func() {
-		_, _, _, err := c.conn.ExistsW(guardPath)
-		s.armed(sid, err == nil && c.conn.SessionID() == sid)
-	})
-}
-
-// arm reports whether to set the guard watch in session sid: our dialer
-// is in use, and the watch is neither set nor being set.
-func (s *sockets) arm(sid int64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sid == 0 || len(s.open) == 0 || s.guarded.Load() == sid || s.arming == sid {
-		return false
-	}
-	s.arming = sid
-	return true
-}
-
-// armed records that setting the guard watch in session sid ended, set if
-// ok.
-func (s *sockets) armed(sid int64, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ok {
-		s.guarded.Store(sid)
-	}
-	if s.arming == sid {
-		s.arming = 0
-	}
 }

@@ -29,6 +29,7 @@ func TestSocketsWrapDialer(t *testing.T) {
 	zk.WithDialer(caller)(zc)
 	s := &sockets{open: make(map[*socket]struct{})}
 	require.True(t, s.wrap(zc), "go-zookeeper's dialer field is where wrap looks")
+	require.True(t, s.wrapped)
 
 	// The Conn's dialer is now s's: call it as go-zookeeper does.
 	conn, err := (*dialerOf(zc))("tcp", ln.Addr().String(), time.Second)
@@ -112,7 +113,8 @@ func none(t *testing.T, got <-chan []byte, d time.Duration) {
 
 // A connection that takes up the guarded session holds go-zookeeper's
 // requests back until its set-watches request, then writes them in
-// order; a set-auth request, which go-zookeeper waits on first, passes.
+// order; a set-auth request, which go-zookeeper sends and waits on before
+// any other, passes while nothing is held, and waits behind what is.
 func TestSocketHoldsUntilSetWatches(t *testing.T) {
 	s := &sockets{open: make(map[*socket]struct{})}
 	s.guarded.Store(0x42)
@@ -128,28 +130,43 @@ func TestSocketHoldsUntilSetWatches(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, auth, read(t, got, time.Second), "set-auth passes")
 
-	exists, ping := packet(2, 3, 'e'), packet(-2, 11)
-	for _, b := range [][]byte{exists, ping} {
+	exists, ping, lateAuth := packet(2, 3, 'e'), packet(-2, 11), packet(3, opSetAuth, 'b')
+	for _, b := range [][]byte{exists, ping, lateAuth} {
 		n, err := sk.Write(b)
 		require.NoError(t, err)
 		require.Equal(t, len(b), n)
 	}
 	none(t, got, 50*time.Millisecond)
 
-	sw := packet(3, opSetWatches, 's')
+	sw := packet(4, opSetWatches, 's')
 	_, err = sk.Write(sw)
 	require.NoError(t, err)
-	var all []byte
-	for len(all) < len(exists)+len(ping)+len(sw) {
-		all = append(all, read(t, got, time.Second)...)
-	}
-	assert.Equal(t, append(append(append([]byte(nil), exists...), ping...), sw...), all, "held packets first, in order")
+	want := concat(exists, ping, lateAuth, sw)
+	assert.Equal(t, want, readN(t, got, len(want)), "held packets first, in order")
 	require.True(t, sk.open.Load())
 
-	later := packet(4, 3, 'l')
+	later := packet(5, 3, 'l')
 	_, err = sk.Write(later)
 	require.NoError(t, err)
 	assert.Equal(t, later, read(t, got, time.Second), "an open socket writes at once")
+}
+
+// go-zookeeper's Close sends its close request without setting watches:
+// it goes out at once, behind what was held.
+func TestSocketCloseRequestReleases(t *testing.T) {
+	s := &sockets{open: make(map[*socket]struct{})}
+	s.guarded.Store(0x42)
+	sk, got := pipeSocket(t, s)
+	_, err := sk.Write(connectPacket(0x42, time.Hour))
+	require.NoError(t, err)
+	read(t, got, time.Second)
+	exists, closing := packet(1, 3, 'e'), packet(2, opClose)
+	for _, b := range [][]byte{exists, closing} {
+		_, err := sk.Write(b)
+		require.NoError(t, err)
+	}
+	want := concat(exists, closing)
+	assert.Equal(t, want, readN(t, got, len(want)))
 }
 
 // A connection for a new session (go-zookeeper has no watches to set
@@ -169,25 +186,28 @@ func TestSocketOpenWithoutGuard(t *testing.T) {
 	}
 }
 
-// If no set-watches request comes (someone created the guard node and the
-// watch is gone), the socket writes what it held a tenth of the session
-// timeout after the connect request.
+// If no set-watches request comes (the guard watch fired, and
+// go-zookeeper had no other), the socket writes what it held a tenth of
+// the session timeout after it held the first request, however long the
+// handshake took.
 func TestSocketReleasesLate(t *testing.T) {
 	s := &sockets{open: make(map[*socket]struct{})}
 	s.guarded.Store(0x42)
 	sk, got := pipeSocket(t, s)
 	_, err := sk.Write(connectPacket(0x42, 2*time.Second))
 	require.NoError(t, err)
-	start := time.Now()
 	read(t, got, time.Second)
+	time.Sleep(300 * time.Millisecond) // a slow handshake: longer than the tenth
 	b := packet(1, 3, 'e')
+	start := time.Now()
 	_, err = sk.Write(b)
 	require.NoError(t, err)
+	none(t, got, 100*time.Millisecond)
 	assert.Equal(t, b, read(t, got, 2*time.Second))
 	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "held for a tenth of the timeout")
 }
 
-// Close stops the late release; a closed socket writes nothing more.
+// Close stops the late release.
 func TestSocketCloseStopsLateRelease(t *testing.T) {
 	s := &sockets{open: make(map[*socket]struct{})}
 	s.guarded.Store(0x42)
@@ -201,4 +221,23 @@ func TestSocketCloseStopsLateRelease(t *testing.T) {
 	assert.False(t, sk.late.Stop(), "stopped by Close")
 	_, err = sk.Read(make([]byte, 1))
 	assert.ErrorIs(t, err, io.ErrClosedPipe)
+}
+
+// concat joins packets.
+func concat(bs ...[]byte) []byte {
+	var all []byte
+	for _, b := range bs {
+		all = append(all, b...)
+	}
+	return all
+}
+
+// readN reads n bytes from what the far end got, or fails after a second.
+func readN(t *testing.T, got <-chan []byte, n int) []byte {
+	t.Helper()
+	var all []byte
+	for len(all) < n {
+		all = append(all, read(t, got, time.Second)...)
+	}
+	return all
 }

@@ -1,0 +1,227 @@
+package zklock
+
+import (
+	"encoding/binary"
+	"errors"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// This file works around go-zookeeper's race on its last zxid
+// (go-zookeeper issue #35). When go-zookeeper takes a session up again on
+// a new connection, it reads its last zxid for the request that sets the
+// session's watches again (set-watches), while its receiving loop already
+// records the zxids of answers to requests sent meanwhile: the requests
+// queued during the cut go out at once. Besides the race detector's
+// report, a watch set again from a zxid too new misses a change the
+// servers made during the cut (ZooKeeper fires a watch set again only for
+// a change after that zxid). Java's client sends set-watches first.
+//
+// The Client's socket does as much (see hold): on a connection that takes
+// up a session in which go-zookeeper holds watches, it keeps back what
+// go-zookeeper writes after the connect request until the set-watches
+// request, which go-zookeeper sends only after reading the zxid, then
+// writes it all, in go-zookeeper's order. That a set-watches request will
+// come is known from the guard watch (see guardConn), which the Client
+// sets in a session before any watch of its own.
+
+// Requests of go-zookeeper's that hold treats apart.
+const (
+	opClose      = -11
+	opSetAuth    = 100
+	opSetWatches = 101
+)
+
+// hold keeps b back if the socket is holding (see the top of this file),
+// and writes what it kept once b is the set-watches request, or the close
+// request (go-zookeeper closes the session without setting watches). It
+// reports whether it wrote or kept b; if not, Write writes it as usual.
+//
+// Only a connection that takes up the session in which go-zookeeper holds
+// the Client's guard watch holds; a new session has no watches to set, and
+// its socket opens with the connect request. The set-auth requests that
+// go-zookeeper sends, and waits for, before any other pass while nothing
+// is held (their answers carry no zxid). If no set-watches request comes
+// (the guard watch fired, and go-zookeeper had no other watch: see
+// guardConn.event), the socket opens a tenth of the session timeout after
+// it held its first request.
+func (sk *socket) hold(b []byte) (n int, held bool, err error) {
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	switch op := opcodeOf(b); {
+	case sk.open.Load():
+		return 0, false, nil
+	case !sk.greeted:
+		sk.greeted = true
+		sid, timeout := connectRequestOf(b)
+		if sid == 0 || sid != sk.s.guarded.Load() {
+			sk.released.Store(true)
+			sk.open.Store(true)
+		}
+		sk.timeout = timeout
+		return 0, false, nil
+	case op == opSetAuth && len(sk.pending) == 0:
+		return 0, false, nil
+	case op == opSetWatches || op == opClose:
+		sk.pending = append(sk.pending, b...)
+		if err := sk.releaseLocked(); err != nil {
+			return 0, true, err
+		}
+		return len(b), true, nil
+	default:
+		if sk.late == nil {
+			sk.late = time.AfterFunc(sk.timeout/10, sk.release)
+		}
+		sk.pending = append(sk.pending, b...)
+		return len(b), true, nil
+	}
+}
+
+// release opens the socket, writing what it held back.
+func (sk *socket) release() {
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	if sk.open.Load() {
+		return
+	}
+	// go-zookeeper sets a write deadline around its own writes only.
+	sk.Conn.SetWriteDeadline(time.Now().Add(sk.timeout / 3))
+	err := sk.releaseLocked()
+	sk.Conn.SetWriteDeadline(time.Time{})
+	if err != nil {
+		sk.Conn.Close() // go-zookeeper hears of it from its next read
+	}
+}
+
+// releaseLocked opens the socket and writes what it held back; sk.mu must
+// be held.
+func (sk *socket) releaseLocked() error {
+	sk.released.Store(true)
+	defer sk.open.Store(true)
+	if sk.late != nil {
+		sk.late.Stop()
+	}
+	b := sk.pending
+	sk.pending = nil
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := sk.Conn.Write(b)
+	if err == nil && sk.s.awaited.Load() > 0 {
+		for p := b; len(p) >= 4; {
+			n := min(4+int(binary.BigEndian.Uint32(p[:4])), len(p))
+			sk.s.wrote(p[:n])
+			p = p[n:]
+		}
+	}
+	return err
+}
+
+// opcodeOf returns the opcode of b, a request packet (length, xid,
+// opcode, request), or 0.
+func opcodeOf(b []byte) int32 {
+	if len(b) < 12 {
+		return 0
+	}
+	return int32(binary.BigEndian.Uint32(b[8:12]))
+}
+
+// connectRequestOf returns the session, and the session timeout, that b,
+// a connect request, asks for: after the length come the protocol
+// version, the last zxid, the timeout and the session.
+func connectRequestOf(b []byte) (sid int64, timeout time.Duration) {
+	if len(b) < 28 {
+		return 0, 0
+	}
+	ms := int32(binary.BigEndian.Uint32(b[16:20]))
+	return int64(binary.BigEndian.Uint64(b[20:28])), time.Duration(ms) * time.Millisecond
+}
+
+// guardPath is the node of the guard watch: ZooKeeper's own node, whose
+// children (config, quota) nobody changes, and which cannot be deleted.
+const guardPath = "/zookeeper"
+
+// guardConn is the Client's connection when its sockets are in use: before
+// the Client's first watch of a session, it sets the guard watch (a watch
+// of guardPath's children, on the Client's own connection, counted by no
+// wrapper), so that go-zookeeper holds a watch whenever it takes the
+// session up again, and the socket knows that a set-watches request will
+// come. It is set in the background, at the cost of one request per
+// session; a reconnect before it is set is not held (as before this
+// file), and a failure to set it is tried again at the next watch.
+type guardConn struct {
+	zkConn
+	c *Client
+}
+
+// ChildrenW is zkConn's, after guard.
+func (g guardConn) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	g.guard()
+	return g.zkConn.ChildrenW(p)
+}
+
+// GetW is zkConn's, after guard.
+func (g guardConn) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	g.guard()
+	return g.zkConn.GetW(p)
+}
+
+// ExistsW is zkConn's, after guard.
+func (g guardConn) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	g.guard()
+	return g.zkConn.ExistsW(p)
+}
+
+// guard sets the guard watch in the current session, if it is neither set
+// nor being set.
+func (g guardConn) guard() {
+	c, s := g.c, g.c.sockets
+	sid := c.conn.SessionID()
+	if sid == 0 || s.guarded.Load() == sid || !s.arm(sid) {
+		return
+	}
+	if !c.goFunc(func() {
+		_, _, _, err := c.conn.ChildrenW(guardPath)
+		ok := err == nil && c.conn.SessionID() == sid
+		if !ok && !errors.Is(err, zk.ErrClosing) {
+			c.log.Debug("zklock: guard watch not set; a reconnect is not held until it is", "err", err)
+		}
+		s.set(sid, ok)
+	}) {
+		s.set(sid, false)
+	}
+}
+
+// event notes ev, a go-zookeeper event: a change to guardPath's children
+// fired the guard watch, to be set again at the next watch.
+func (s *sockets) event(ev zk.Event) {
+	if s != nil && ev.Path == guardPath && ev.Type == zk.EventNodeChildrenChanged {
+		s.guarded.Store(0)
+	}
+}
+
+// arm reports whether to set the guard watch in session sid: the watch is
+// neither set nor being set.
+func (s *sockets) arm(sid int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.guarded.Load() == sid || s.arming == sid {
+		return false
+	}
+	s.arming = sid
+	return true
+}
+
+// set records that setting the guard watch in session sid has ended, with
+// the watch set if ok.
+func (s *sockets) set(sid int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ok {
+		s.guarded.Store(sid)
+	}
+	if s.arming == sid {
+		s.arming = 0
+	}
+}
