@@ -243,11 +243,10 @@ func TestIntegration_ManyHoldsConnectionEvent(t *testing.T) {
 			tc.fault(t, link)
 			waitState(t, c, 15*time.Second, zklock.StateReconnected)
 			if tc.cause == "" {
-				// go-zookeeper sets the watches again on the new connection,
-				// reading its last zxid while the replies to requests sent
-				// at once may write it, unsynchronised (go-zookeeper/zk#35):
-				// the race detector sees that when the Ping below is one of
-				// those. Wait until the server has every watch again.
+				// go-zookeeper sets the watches again on the new connection
+				// (the Client's socket holds other requests back until it
+				// has: go-zookeeper/zk#35). Wait until the server has every
+				// watch again.
 				require.Eventually(t, func() bool { return sessionWatches(t, e, c.Conn().SessionID()) >= watches },
 					15*time.Second, 10*time.Millisecond, "the session's %d watches set again", watches)
 				require.NoError(t, c.Ping(context.Background()))

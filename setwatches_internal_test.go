@@ -1,0 +1,214 @@
+package zklock
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// packet builds a request packet as go-zookeeper writes it: length, xid,
+// opcode, body.
+func packet(xid int32, op int32, body ...byte) []byte {
+	b := make([]byte, 12, 12+len(body))
+	binary.BigEndian.PutUint32(b[0:4], uint32(8+len(body)))
+	binary.BigEndian.PutUint32(b[4:8], uint32(xid))
+	binary.BigEndian.PutUint32(b[8:12], uint32(op))
+	return append(b, body...)
+}
+
+// connectPacket builds a connect request for session sid with a session
+// timeout of timeout.
+func connectPacket(sid int64, timeout time.Duration) []byte {
+	b := make([]byte, 4+4+8+4+8+4+16)
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
+	binary.BigEndian.PutUint32(b[16:20], uint32(timeout/time.Millisecond))
+	binary.BigEndian.PutUint64(b[20:28], uint64(sid))
+	binary.BigEndian.PutUint32(b[28:32], 16)
+	return b
+}
+
+// pipeSocket returns a socket of s over one end of a pipe, and a channel
+// of what reaches the other end, each write's bytes whole.
+func pipeSocket(t *testing.T, s *sockets) (*socket, <-chan []byte) {
+	t.Helper()
+	near, far := net.Pipe()
+	sk := &socket{Conn: near, s: s}
+	s.open[sk] = struct{}{}
+	got := make(chan []byte, 16)
+	go func() {
+		defer close(got)
+		buf := make([]byte, 1<<16)
+		for {
+			n, err := far.Read(buf)
+			if err != nil {
+				return
+			}
+			got <- append([]byte(nil), buf[:n]...)
+		}
+	}()
+	t.Cleanup(func() {
+		sk.Close()
+		far.Close()
+		for range got {
+		}
+	})
+	return sk, got
+}
+
+// read returns the next bytes the far end got, or fails after d.
+func read(t *testing.T, got <-chan []byte, d time.Duration) []byte {
+	t.Helper()
+	select {
+	case b := <-got:
+		return b
+	case <-time.After(d):
+		t.Fatalf("nothing written within %v", d)
+		return nil
+	}
+}
+
+// none asserts that the far end gets nothing for d.
+func none(t *testing.T, got <-chan []byte, d time.Duration) {
+	t.Helper()
+	select {
+	case b := <-got:
+		t.Fatalf("written while held: % x", b)
+	case <-time.After(d):
+	}
+}
+
+// A connection that takes up the guarded session holds go-zookeeper's
+// requests back until its set-watches request, then writes them in
+// order; a set-auth request, which go-zookeeper sends and waits on before
+// any other, passes while nothing is held, and waits behind what is.
+func TestSocketHoldsUntilSetWatches(t *testing.T) {
+	s := &sockets{open: make(map[*socket]struct{})}
+	s.guarded.Store(0x42)
+	sk, got := pipeSocket(t, s)
+
+	hello := connectPacket(0x42, time.Hour) // no late release in this test
+	_, err := sk.Write(hello)
+	require.NoError(t, err)
+	assert.Equal(t, hello, read(t, got, time.Second))
+
+	auth := packet(1, opSetAuth, 'a')
+	_, err = sk.Write(auth)
+	require.NoError(t, err)
+	assert.Equal(t, auth, read(t, got, time.Second), "set-auth passes")
+
+	exists, ping, lateAuth := packet(2, 3, 'e'), packet(-2, 11), packet(3, opSetAuth, 'b')
+	for _, b := range [][]byte{exists, ping, lateAuth} {
+		n, err := sk.Write(b)
+		require.NoError(t, err)
+		require.Equal(t, len(b), n)
+	}
+	none(t, got, 50*time.Millisecond)
+
+	sw := packet(4, opSetWatches, 's')
+	_, err = sk.Write(sw)
+	require.NoError(t, err)
+	want := concat(exists, ping, lateAuth, sw)
+	assert.Equal(t, want, readN(t, got, len(want)), "held packets first, in order")
+	require.True(t, sk.open.Load())
+
+	later := packet(5, 3, 'l')
+	_, err = sk.Write(later)
+	require.NoError(t, err)
+	assert.Equal(t, later, read(t, got, time.Second), "an open socket writes at once")
+}
+
+// go-zookeeper's Close sends its close request without setting watches:
+// it goes out at once, behind what was held.
+func TestSocketCloseRequestReleases(t *testing.T) {
+	s := &sockets{open: make(map[*socket]struct{})}
+	s.guarded.Store(0x42)
+	sk, got := pipeSocket(t, s)
+	_, err := sk.Write(connectPacket(0x42, time.Hour))
+	require.NoError(t, err)
+	read(t, got, time.Second)
+	exists, closing := packet(1, 3, 'e'), packet(2, opClose)
+	for _, b := range [][]byte{exists, closing} {
+		_, err := sk.Write(b)
+		require.NoError(t, err)
+	}
+	want := concat(exists, closing)
+	assert.Equal(t, want, readN(t, got, len(want)))
+}
+
+// A connection for a new session (go-zookeeper has no watches to set
+// again), or for a session without the guard watch, holds nothing.
+func TestSocketOpenWithoutGuard(t *testing.T) {
+	for _, sid := range []int64{0, 0x7} {
+		s := &sockets{open: make(map[*socket]struct{})}
+		s.guarded.Store(0x42)
+		sk, got := pipeSocket(t, s)
+		_, err := sk.Write(connectPacket(sid, time.Hour))
+		require.NoError(t, err)
+		read(t, got, time.Second)
+		b := packet(1, 3, 'e')
+		_, err = sk.Write(b)
+		require.NoError(t, err)
+		assert.Equal(t, b, read(t, got, time.Second), "session %#x", sid)
+	}
+}
+
+// If no set-watches request comes (the guard watch fired, and
+// go-zookeeper had no other), the socket writes what it held a tenth of
+// the session timeout after it held the first request, however long the
+// handshake took.
+func TestSocketReleasesLate(t *testing.T) {
+	s := &sockets{open: make(map[*socket]struct{})}
+	s.guarded.Store(0x42)
+	sk, got := pipeSocket(t, s)
+	_, err := sk.Write(connectPacket(0x42, 2*time.Second))
+	require.NoError(t, err)
+	read(t, got, time.Second)
+	time.Sleep(300 * time.Millisecond) // a slow handshake: longer than the tenth
+	b := packet(1, 3, 'e')
+	start := time.Now()
+	_, err = sk.Write(b)
+	require.NoError(t, err)
+	none(t, got, 100*time.Millisecond)
+	assert.Equal(t, b, read(t, got, 2*time.Second))
+	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "held for a tenth of the timeout")
+}
+
+// Close stops the late release.
+func TestSocketCloseStopsLateRelease(t *testing.T) {
+	s := &sockets{open: make(map[*socket]struct{})}
+	s.guarded.Store(0x42)
+	sk, got := pipeSocket(t, s)
+	_, err := sk.Write(connectPacket(0x42, time.Second))
+	require.NoError(t, err)
+	read(t, got, time.Second)
+	_, err = sk.Write(packet(1, 3, 'e'))
+	require.NoError(t, err)
+	require.NoError(t, sk.Close())
+	assert.False(t, sk.late.Stop(), "stopped by Close")
+	_, err = sk.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.ErrClosedPipe)
+}
+
+// concat joins packets.
+func concat(bs ...[]byte) []byte {
+	var all []byte
+	for _, b := range bs {
+		all = append(all, b...)
+	}
+	return all
+}
+
+// readN reads n bytes from what the far end got, or fails after a second.
+func readN(t *testing.T, got <-chan []byte, n int) []byte {
+	t.Helper()
+	var all []byte
+	for len(all) < n {
+		all = append(all, read(t, got, time.Second)...)
+	}
+	return all
+}
