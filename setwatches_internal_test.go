@@ -82,22 +82,30 @@ func none(t *testing.T, got <-chan []byte, d time.Duration) {
 	}
 }
 
+// greeted returns a socket of a Client whose guard watch is set in
+// session 0x42, over a pipe, that has written its connect request for
+// session sid with a session timeout of timeout; and what the far end
+// gets after it.
+func greeted(t *testing.T, sid int64, timeout time.Duration) (*socket, <-chan []byte) {
+	t.Helper()
+	s := &sockets{open: make(map[*socket]struct{})}
+	s.guarded.Store(0x42)
+	sk, got := pipeSocket(t, s)
+	hello := connectPacket(sid, timeout)
+	_, err := sk.Write(hello)
+	require.NoError(t, err)
+	require.Equal(t, hello, read(t, got, time.Second), "the connect request passes")
+	return sk, got
+}
+
 // A connection that takes up the guarded session holds go-zookeeper's
 // requests back until its set-watches request, then writes them in
 // order; a set-auth request, which go-zookeeper sends and waits on before
 // any other, passes while nothing is held, and waits behind what is.
 func TestSocketHoldsUntilSetWatches(t *testing.T) {
-	s := &sockets{open: make(map[*socket]struct{})}
-	s.guarded.Store(0x42)
-	sk, got := pipeSocket(t, s)
-
-	hello := connectPacket(0x42, time.Hour) // no late release in this test
-	_, err := sk.Write(hello)
-	require.NoError(t, err)
-	assert.Equal(t, hello, read(t, got, time.Second))
-
+	sk, got := greeted(t, 0x42, time.Hour) // no late release in this test
 	auth := packet(1, opSetAuth, 'a')
-	_, err = sk.Write(auth)
+	_, err := sk.Write(auth)
 	require.NoError(t, err)
 	assert.Equal(t, auth, read(t, got, time.Second), "set-auth passes")
 
@@ -125,12 +133,7 @@ func TestSocketHoldsUntilSetWatches(t *testing.T) {
 // go-zookeeper's Close sends its close request without setting watches:
 // it goes out at once, behind what was held.
 func TestSocketCloseRequestReleases(t *testing.T) {
-	s := &sockets{open: make(map[*socket]struct{})}
-	s.guarded.Store(0x42)
-	sk, got := pipeSocket(t, s)
-	_, err := sk.Write(connectPacket(0x42, time.Hour))
-	require.NoError(t, err)
-	read(t, got, time.Second)
+	sk, got := greeted(t, 0x42, time.Hour)
 	exists, closing := packet(1, 3, 'e'), packet(2, opClose)
 	for _, b := range [][]byte{exists, closing} {
 		_, err := sk.Write(b)
@@ -144,14 +147,9 @@ func TestSocketCloseRequestReleases(t *testing.T) {
 // again), or for a session without the guard watch, holds nothing.
 func TestSocketOpenWithoutGuard(t *testing.T) {
 	for _, sid := range []int64{0, 0x7} {
-		s := &sockets{open: make(map[*socket]struct{})}
-		s.guarded.Store(0x42)
-		sk, got := pipeSocket(t, s)
-		_, err := sk.Write(connectPacket(sid, time.Hour))
-		require.NoError(t, err)
-		read(t, got, time.Second)
+		sk, got := greeted(t, sid, time.Hour)
 		b := packet(1, 3, 'e')
-		_, err = sk.Write(b)
+		_, err := sk.Write(b)
 		require.NoError(t, err)
 		assert.Equal(t, b, read(t, got, time.Second), "session %#x", sid)
 	}
@@ -162,16 +160,11 @@ func TestSocketOpenWithoutGuard(t *testing.T) {
 // the session timeout after it held the first request, however long the
 // handshake took.
 func TestSocketReleasesLate(t *testing.T) {
-	s := &sockets{open: make(map[*socket]struct{})}
-	s.guarded.Store(0x42)
-	sk, got := pipeSocket(t, s)
-	_, err := sk.Write(connectPacket(0x42, 2*time.Second))
-	require.NoError(t, err)
-	read(t, got, time.Second)
+	sk, got := greeted(t, 0x42, 2*time.Second)
 	time.Sleep(300 * time.Millisecond) // a slow handshake: longer than the tenth
 	b := packet(1, 3, 'e')
 	start := time.Now()
-	_, err = sk.Write(b)
+	_, err := sk.Write(b)
 	require.NoError(t, err)
 	none(t, got, 100*time.Millisecond)
 	assert.Equal(t, b, read(t, got, 2*time.Second))
@@ -180,13 +173,8 @@ func TestSocketReleasesLate(t *testing.T) {
 
 // Close stops the late release.
 func TestSocketCloseStopsLateRelease(t *testing.T) {
-	s := &sockets{open: make(map[*socket]struct{})}
-	s.guarded.Store(0x42)
-	sk, got := pipeSocket(t, s)
-	_, err := sk.Write(connectPacket(0x42, time.Second))
-	require.NoError(t, err)
-	read(t, got, time.Second)
-	_, err = sk.Write(packet(1, 3, 'e'))
+	sk, _ := greeted(t, 0x42, time.Second)
+	_, err := sk.Write(packet(1, 3, 'e'))
 	require.NoError(t, err)
 	require.NoError(t, sk.Close())
 	assert.False(t, sk.late.Stop(), "stopped by Close")
