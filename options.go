@@ -199,7 +199,10 @@ func WithNodeData(data []byte) Option {
 
 // WithZKOptions passes options, such as zk.WithDialer, to zk.Connect.
 // The Client's own event callback and logger are applied after them and
-// win: use Listen and WithLogger instead. NewClient ignores them.
+// win: use Listen and WithLogger instead. A dialer given here still dials,
+// under the Client's own connection wrapper: Close closes what it opened,
+// and a reconnect holds requests back until go-zookeeper has set its
+// watches again (see setwatches.go). NewClient ignores them.
 func WithZKOptions(opts ...func(*zk.Conn)) Option {
 	return func(o *options) {
 		for _, f := range opts {

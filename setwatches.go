@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"encoding/binary"
-	"errors"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -24,7 +23,13 @@ import (
 // request, which go-zookeeper sends only after reading the zxid, then
 // writes it all, in go-zookeeper's order. That a set-watches request will
 // come is known from the guard watch (see guardConn), which the Client
-// sets in a session before any watch of its own.
+// sends in a session with its first watch.
+//
+// What stays unordered: a Client of NewClient (whose socket is the
+// caller's); a reconnect before the guard watch's answer came; a close
+// request sent during a cut (it is written at once, the session ending);
+// and a set-watches request go-zookeeper takes longer than the late
+// release to send (see hold).
 
 // Requests of go-zookeeper's that hold treats apart.
 const (
@@ -35,8 +40,9 @@ const (
 
 // hold keeps b back if the socket is holding (see the top of this file),
 // and writes what it kept once b is the set-watches request, or the close
-// request (go-zookeeper closes the session without setting watches). It
-// reports whether it wrote or kept b; if not, Write writes it as usual.
+// request (which go-zookeeper may queue before its set-watches request;
+// held, it would be lost with the session left to expire). It reports
+// whether it wrote or kept b; if not, Write writes it as usual.
 //
 // Only a connection that takes up the session in which go-zookeeper holds
 // the Client's guard watch holds; a new session has no watches to set, and
@@ -44,7 +50,7 @@ const (
 // go-zookeeper sends, and waits for, before any other pass while nothing
 // is held (their answers carry no zxid). If no set-watches request comes
 // (the guard watch fired, and go-zookeeper had no other watch: see
-// guardConn.event), the socket opens a tenth of the session timeout after
+// sockets.event), the socket opens a tenth of the session timeout after
 // it held its first request.
 func (sk *socket) hold(b []byte) (n int, held bool, err error) {
 	sk.mu.Lock()
@@ -85,11 +91,11 @@ func (sk *socket) release() {
 	if sk.open.Load() {
 		return
 	}
-	// go-zookeeper sets a write deadline around its own writes only.
+	// go-zookeeper sets a write deadline before each write of its own, so
+	// this one is left for the next to replace: cleared, it could clear
+	// the one of a write waiting on sk.mu.
 	sk.Conn.SetWriteDeadline(time.Now().Add(sk.timeout / 3))
-	err := sk.releaseLocked()
-	sk.Conn.SetWriteDeadline(time.Time{})
-	if err != nil {
+	if err := sk.releaseLocked(); err != nil {
 		sk.Conn.Close() // go-zookeeper hears of it from its next read
 	}
 }
@@ -142,14 +148,16 @@ func connectRequestOf(b []byte) (sid int64, timeout time.Duration) {
 // children (config, quota) nobody changes, and which cannot be deleted.
 const guardPath = "/zookeeper"
 
-// guardConn is the Client's connection when its sockets are in use: before
+// guardConn is the Client's connection when its sockets are in use: with
 // the Client's first watch of a session, it sets the guard watch (a watch
 // of guardPath's children, on the Client's own connection, counted by no
 // wrapper), so that go-zookeeper holds a watch whenever it takes the
 // session up again, and the socket knows that a set-watches request will
-// come. It is set in the background, at the cost of one request per
-// session; a reconnect before it is set is not held (as before this
-// file), and a failure to set it is tried again at the next watch.
+// come. It is set in the background, beside that first watch, at the cost
+// of one request per session; a reconnect before it is set is not held
+// (as before this file). A connection loss while setting it is tried
+// again at the next watch; any other failure (the servers refuse to read
+// guardPath) gives it up for the session, with a Debug record.
 type guardConn struct {
 	zkConn
 	c *Client
@@ -178,50 +186,67 @@ func (g guardConn) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
 func (g guardConn) guard() {
 	c, s := g.c, g.c.sockets
 	sid := c.conn.SessionID()
-	if sid == 0 || s.guarded.Load() == sid || !s.arm(sid) {
+	if sid == 0 || s.guarded.Load() == sid {
+		return
+	}
+	fired, ok := s.arm(sid)
+	if !ok {
 		return
 	}
 	if !c.goFunc(func() {
 		_, _, _, err := c.conn.ChildrenW(guardPath)
-		ok := err == nil && c.conn.SessionID() == sid
-		if !ok && !errors.Is(err, zk.ErrClosing) {
-			c.log.Debug("zklock: guard watch not set; a reconnect is not held until it is", "err", err)
+		set := err == nil && c.conn.SessionID() == sid
+		again := !set && retryable(err)
+		if !set && !again {
+			c.log.Debug("zklock: guard watch not set; this session's reconnects are not held back", "err", err)
 		}
-		s.set(sid, ok)
+		s.set(sid, fired, set, again)
 	}) {
-		s.set(sid, false)
+		s.set(sid, fired, false, true)
 	}
 }
 
 // event notes ev, a go-zookeeper event: a change to guardPath's children
 // fired the guard watch, to be set again at the next watch.
 func (s *sockets) event(ev zk.Event) {
-	if s != nil && ev.Path == guardPath && ev.Type == zk.EventNodeChildrenChanged {
-		s.guarded.Store(0)
+	if s == nil || ev.Path != guardPath || ev.Type != zk.EventNodeChildrenChanged {
+		return
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fired++
+	s.guarded.Store(0)
+	s.arming = 0
 }
 
-// arm reports whether to set the guard watch in session sid: the watch is
-// neither set nor being set.
-func (s *sockets) arm(sid int64) bool {
+// arm reports whether to set the guard watch in session sid (it is
+// neither set, nor being set, nor given up), and how many times it had
+// fired then.
+func (s *sockets) arm(sid int64) (fired uint64, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.guarded.Load() == sid || s.arming == sid {
-		return false
+		return 0, false
 	}
 	s.arming = sid
-	return true
+	return s.fired, true
 }
 
-// set records that setting the guard watch in session sid has ended, with
-// the watch set if ok.
-func (s *sockets) set(sid int64, ok bool) {
+// set records that setting the guard watch in session sid, begun when it
+// had fired fired times, has ended: with the watch set if ok and it has
+// not fired since (a watch that fired before this is recorded is gone);
+// to be tried again at the next watch if again, else given up for the
+// session.
+func (s *sockets) set(sid int64, fired uint64, ok, again bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ok {
+	if s.arming != sid {
+		return // the guard fired meanwhile, or another session's began
+	}
+	if ok && s.fired == fired {
 		s.guarded.Store(sid)
 	}
-	if s.arming == sid {
+	if ok || again {
 		s.arming = 0
 	}
 }

@@ -2,11 +2,13 @@ package zklock
 
 import (
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -199,4 +201,93 @@ func readN(t *testing.T, got <-chan []byte, n int) []byte {
 		all = append(all, read(t, got, time.Second)...)
 	}
 	return all
+}
+
+// Read never waits on a release: over a pipe, whose far end answers
+// before it reads on, a Read that waited for the release's write would
+// deadlock with it.
+func TestSocketReadDuringRelease(t *testing.T) {
+	near, far := net.Pipe()
+	defer far.Close()
+	s := &sockets{open: make(map[*socket]struct{})}
+	s.guarded.Store(0x42)
+	sk := &socket{Conn: near, s: s}
+	defer sk.Close()
+
+	hello := connectPacket(0x42, time.Hour)
+	farDone := make(chan error, 1)
+	go func() {
+		buf := make([]byte, len(hello))
+		if _, err := io.ReadFull(far, buf); err != nil {
+			farDone <- err
+			return
+		}
+		for _, part := range []string{"ans", "wer"} { // in two writes, before reading on
+			if _, err := far.Write([]byte(part)); err != nil {
+				farDone <- err
+				return
+			}
+		}
+		_, err := io.ReadFull(far, make([]byte, 2*len(packet(1, 3, 'e'))))
+		farDone <- err
+	}()
+	_, err := sk.Write(hello)
+	require.NoError(t, err)
+	_, err = sk.Write(packet(1, 3, 'e'))
+	require.NoError(t, err)
+
+	read := make(chan error, 1)
+	go func() {
+		_, err := io.ReadFull(sk, make([]byte, len("answer")))
+		read <- err
+	}()
+	wrote := make(chan error, 1)
+	go func() { // a deadlocked release ends with the test's closes
+		_, err := sk.Write(packet(2, opSetWatches, 'e'))
+		wrote <- err
+	}()
+	require.NoError(t, within(read, time.Second))
+	require.NoError(t, within(wrote, time.Second))
+	require.NoError(t, within(farDone, time.Second))
+}
+
+// within returns what ch gives, or an error after d.
+func within(ch <-chan error, d time.Duration) error {
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(d):
+		return errors.New("no outcome within " + d.String())
+	}
+}
+
+// The guard watch is recorded only if it did not fire while it was being
+// set; a connection loss while setting it tries again at the next watch,
+// and any other failure gives it up for the session.
+func TestGuardBookkeeping(t *testing.T) {
+	s := &sockets{open: make(map[*socket]struct{})}
+
+	fired, ok := s.arm(1)
+	require.True(t, ok)
+	_, ok = s.arm(1)
+	require.False(t, ok, "being set")
+	s.event(zk.Event{Type: zk.EventNodeChildrenChanged, Path: guardPath})
+	s.set(1, fired, true, false)
+	assert.Zero(t, s.guarded.Load(), "it fired before it was recorded: gone")
+	fired, ok = s.arm(1)
+	require.True(t, ok, "set again at the next watch")
+	s.set(1, fired, true, false)
+	assert.EqualValues(t, 1, s.guarded.Load())
+	_, ok = s.arm(1)
+	assert.False(t, ok, "set")
+
+	fired, ok = s.arm(2)
+	require.True(t, ok)
+	s.set(2, fired, false, true)
+	fired, ok = s.arm(2)
+	require.True(t, ok, "a connection loss: tried again")
+	s.set(2, fired, false, false)
+	_, ok = s.arm(2)
+	assert.False(t, ok, "refused: given up for the session")
+	assert.EqualValues(t, 1, s.guarded.Load())
 }

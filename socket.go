@@ -26,7 +26,8 @@ type sockets struct {
 	awaited atomic.Int32 // len(creates), read by every write without mu
 
 	guarded atomic.Int64 // the session in which go-zookeeper holds the guard watch (see guardConn)
-	arming  int64        // the session whose guard watch is being set
+	arming  int64        // the session whose guard watch is being set, or was given up
+	fired   uint64       // how many times the guard watch fired (see sockets.event)
 	wrapped bool         // wrap put s in place; set before the connection starts
 }
 
@@ -38,12 +39,11 @@ type socket struct {
 	// open is set once the socket writes as it is asked to; until then
 	// it may hold back what go-zookeeper writes after the connect request
 	// (see hold). Set under mu, after what was held is written; released
-	// is set before.
+	// is set before it is (see Read).
 	open, released atomic.Bool
 
 	mu      sync.Mutex    // guards the fields below, and the writes of a socket not yet open
 	greeted bool          // the connect request is written
-	holding bool          // the connection takes up a guarded session (see hold)
 	timeout time.Duration // the session timeout the connect request asks for
 	pending []byte        // packets held back
 	late    *time.Timer   // writes what is held back if no set-watches request comes
@@ -177,29 +177,29 @@ func (sk *socket) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// Read reads from the connection. What it reads after the socket opened
-// (an answer to a request written then) comes after the opening for the
-// race detector too, not through the network alone: Read sees open set,
-// or waits for the opening under way to end.
+// Read reads from the connection. What it reads after a release began
+// (an answer to a request held back) comes after the release for the race
+// detector too, not through the network alone: Read loads released,
+// stored before the held requests are written. It never waits: a
+// connection whose far end answers before it reads on (a pipe) would
+// otherwise deadlock with a release's write.
 func (sk *socket) Read(b []byte) (int, error) {
 	n, err := sk.Conn.Read(b)
-	if !sk.open.Load() {
-		sk.mu.Lock()
-		//lint:ignore SA2001 the empty critical section orders this read after a release under way
-		sk.mu.Unlock()
-	}
+	_ = sk.released.Load()
 	return n, err
 }
 
-// Close closes the socket and forgets it.
+// Close closes the socket and forgets it. The connection is closed first:
+// a release under way (writing under sk.mu) then fails at once.
 func (sk *socket) Close() error {
 	sk.s.mu.Lock()
 	delete(sk.s.open, sk)
 	sk.s.mu.Unlock()
+	err := sk.Conn.Close()
 	sk.mu.Lock()
 	if sk.late != nil {
 		sk.late.Stop()
 	}
 	sk.mu.Unlock()
-	return sk.Conn.Close()
+	return err
 }
