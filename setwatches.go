@@ -115,11 +115,7 @@ func (sk *socket) releaseLocked() error {
 	}
 	_, err := sk.Conn.Write(b)
 	if err == nil && sk.s.awaited.Load() > 0 {
-		for p := b; len(p) >= 4; {
-			n := min(4+int(binary.BigEndian.Uint32(p[:4])), len(p))
-			sk.s.wrote(p[:n])
-			p = p[n:]
-		}
+		sk.s.wrote(b)
 	}
 	return err
 }

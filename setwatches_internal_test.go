@@ -291,3 +291,31 @@ func TestGuardBookkeeping(t *testing.T) {
 	assert.False(t, ok, "refused: given up for the session")
 	assert.EqualValues(t, 1, s.guarded.Load())
 }
+
+// A create held back is made known as written when the release writes it,
+// not before: the listing sent behind it must not overtake it.
+func TestSocketHeldCreateWrittenAtRelease(t *testing.T) {
+	sk, got := greeted(t, 0x42, time.Hour)
+	written, forget := sk.s.written("/a")
+	require.NotNil(t, written)
+	defer forget()
+	exists, create, sw := packet(1, 3, 'e'), packet(2, opCreate, 0, 0, 0, 2, '/', 'a'), packet(3, opSetWatches, 's')
+	for _, b := range [][]byte{exists, create} {
+		_, err := sk.Write(b)
+		require.NoError(t, err)
+	}
+	select {
+	case <-written:
+		t.Fatal("made known as written while held")
+	default:
+	}
+	_, err := sk.Write(sw)
+	require.NoError(t, err)
+	want := concat(exists, create, sw)
+	assert.Equal(t, want, readN(t, got, len(want)))
+	select {
+	case <-written:
+	default:
+		t.Fatal("not made known as written by the release")
+	}
+}

@@ -136,12 +136,22 @@ func (s *sockets) written(p string) (<-chan struct{}, func()) {
 	}
 }
 
-// wrote tells the waiter of a create that b, a packet just written, is
-// that create. A packet is the length, go-zookeeper's request header (xid,
-// opcode) and the request; a create's request begins with its path.
+// wrote tells the waiters of creates that b, packets just written (one,
+// or those a release wrote at once), holds them. A packet is the length,
+// go-zookeeper's request header (xid, opcode) and the request; a create's
+// request begins with its path.
 func (s *sockets) wrote(b []byte) {
+	for len(b) >= 4 {
+		n := min(4+int(binary.BigEndian.Uint32(b[:4])), len(b))
+		s.wroteOne(b[:n])
+		b = b[n:]
+	}
+}
+
+// wroteOne tells the waiter of a create that b, a packet, is that create.
+func (s *sockets) wroteOne(b []byte) {
 	const pathAt = 16 // length, xid, opcode, then the path's length
-	if len(b) < pathAt || binary.BigEndian.Uint32(b[8:12]) != opCreate {
+	if len(b) < pathAt || opcodeOf(b) != opCreate {
 		return
 	}
 	n := int(int32(binary.BigEndian.Uint32(b[12:16])))
