@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"encoding/binary"
-	"errors"
 	"io"
 	"net"
 	"testing"
@@ -62,15 +61,17 @@ func pipeSocket(t *testing.T, s *sockets) (*socket, <-chan []byte) {
 	return sk, got
 }
 
-// read returns the next bytes the far end got, or fails after d.
-func read(t *testing.T, got <-chan []byte, d time.Duration) []byte {
+// read returns the next thing ch gives (the bytes the far end got, an
+// outcome), or fails after d.
+func read[T any](t *testing.T, ch <-chan T, d time.Duration) T {
 	t.Helper()
 	select {
-	case b := <-got:
-		return b
+	case v := <-ch:
+		return v
 	case <-time.After(d):
-		t.Fatalf("nothing written within %v", d)
-		return nil
+		t.Fatalf("nothing within %v", d)
+		var zero T
+		return zero
 	}
 }
 
@@ -236,29 +237,19 @@ func TestSocketReadDuringRelease(t *testing.T) {
 	_, err = sk.Write(packet(1, 3, 'e'))
 	require.NoError(t, err)
 
-	read := make(chan error, 1)
+	answered := make(chan error, 1)
 	go func() {
 		_, err := io.ReadFull(sk, make([]byte, len("answer")))
-		read <- err
+		answered <- err
 	}()
 	wrote := make(chan error, 1)
 	go func() { // a deadlocked release ends with the test's closes
 		_, err := sk.Write(packet(2, opSetWatches, 'e'))
 		wrote <- err
 	}()
-	require.NoError(t, within(read, time.Second))
-	require.NoError(t, within(wrote, time.Second))
-	require.NoError(t, within(farDone, time.Second))
-}
-
-// within returns what ch gives, or an error after d.
-func within(ch <-chan error, d time.Duration) error {
-	select {
-	case err := <-ch:
-		return err
-	case <-time.After(d):
-		return errors.New("no outcome within " + d.String())
-	}
+	require.NoError(t, read(t, answered, time.Second))
+	require.NoError(t, read(t, wrote, time.Second))
+	require.NoError(t, read(t, farDone, time.Second))
 }
 
 // The guard watch is recorded only if it did not fire while it was being
