@@ -35,35 +35,66 @@ type HolderError struct {
 	ThisClient bool
 	// ThisProcess: the holder belongs to another Client of this process.
 	ThisProcess bool
-	Err         error // ErrLocked, or the acquire's context's error
+	// Leases and MaxLeases, for a Semaphore: the leases out when the
+	// acquire failed, and the semaphore's size; Node is then the oldest
+	// lease. Both are 0 for other locks, a SemaphoreMutex's included.
+	Leases, MaxLeases int
+	Err               error // ErrLocked, or the acquire's context's error
 }
 
-// Error says what failed and who holds the lock.
+// Error says what failed and who holds the lock. It shows at most
+// [holderShown] bytes of Data, then the data's size: Data keeps them all.
 func (e *HolderError) Error() string {
-	who := "held by " + e.owner()
+	what := msgPrefix + "lock held"
+	if e.Err != nil {
+		what = e.Err.Error()
+	}
+	who := e.owner()
 	switch {
 	case e.ThisClient:
-		who = "held by this Client (" + e.owner() + ")"
+		who = "this Client (" + who + ")"
 	case e.ThisProcess:
-		who = "held by another Client of this process (" + e.owner() + ")"
+		who = "another Client of this process (" + who + ")"
 	}
-	msg := fmt.Sprintf("%s; %s for %v, node %s", e.Err, who, e.Held.Round(time.Millisecond), e.Node)
+	held := "; held by " + who
+	if e.MaxLeases > 0 {
+		held = fmt.Sprintf("; %d of %d leases held, the oldest by %s", e.Leases, e.MaxLeases, who)
+		if errors.Is(e.Err, ErrLocked) && e.Leases >= e.MaxLeases {
+			what, held = msgPrefix+"no lease free", fmt.Sprintf(": %d of %d held, the oldest by %s", e.Leases, e.MaxLeases, who)
+		}
+	}
+	msg := fmt.Sprintf("%s%s for %v, node %s", what, held, e.Held.Round(time.Millisecond), e.Node)
 	if e.ThisClient {
 		msg += ": a missing Release?"
 	}
 	return msg
 }
 
-// owner returns the node's data as text, quoted unless it is printable.
+// holderShown bounds the bytes of a holder's node data that
+// [HolderError.Error] shows, so that an error stays one readable log line
+// whatever the data (ZooKeeper allows up to 1 MB).
+const holderShown = 128
+
+// owner returns the node's data as text, quoted unless it is printable,
+// cut to holderShown bytes (on a character's boundary) and then followed
+// by its size.
 func (e *HolderError) owner() string {
 	if len(e.Data) == 0 {
 		return "an owner with no node data"
 	}
-	s := string(e.Data)
-	if utf8.ValidString(s) && strconv.Quote(s) == `"`+s+`"` {
-		return s
+	data, more := e.Data, ""
+	if len(data) > holderShown {
+		n := holderShown
+		for n > holderShown-utf8.UTFMax && !utf8.RuneStart(data[n]) {
+			n--
+		}
+		data, more = data[:n], fmt.Sprintf("… (%d bytes)", len(e.Data))
 	}
-	return strconv.Quote(s)
+	s := string(data)
+	if utf8.ValidString(s) && strconv.Quote(s) == `"`+s+`"` {
+		return s + more
+	}
+	return strconv.Quote(s) + more
 }
 
 // Unwrap returns Err.

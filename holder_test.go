@@ -1,7 +1,9 @@
 package zklock_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"errors"
 	"testing"
 	"time"
@@ -137,4 +139,63 @@ func TestIntegration_HolderNotNamedOtherwise(t *testing.T) {
 	_, err = m.TryLock(context.Background())
 	require.ErrorIs(t, err, zklock.ErrClosed)
 	assert.False(t, errors.As(err, &he))
+}
+
+// A holder whose node data is large (here 256 KiB, within ZooKeeper's
+// 1 MB) keeps all of it in HolderError.Data, while the error's text, which
+// goes to logs in one line, shows a bounded prefix and the data's size.
+func TestIntegration_HolderErrorTextBounded(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	big := bytes.Repeat([]byte("owner-"), 256<<10/6)
+	holder := e.mutex(e.client(zklock.WithNodeData(big)), "/big")
+	h, err := holder.Lock(context.Background())
+	require.NoError(t, err)
+	defer h.Release()
+
+	_, err = e.mutex(e.client(), "/big").TryLock(context.Background())
+	require.ErrorIs(t, err, zklock.ErrLocked)
+	he := holderAs(t, err)
+	assert.Equal(t, big, he.Data, "the error's field keeps every byte")
+	assert.Less(t, len(err.Error()), 1024, "the text is bounded: %d bytes", len(err.Error()))
+	assert.Contains(t, err.Error(), "held by another Client of this process (owner-owner-")
+	assert.Contains(t, err.Error(), fmt.Sprintf("(%d bytes)", len(big)))
+	assert.Contains(t, err.Error(), h.Path(), "the node is still named")
+
+	// Binary data is quoted, and cut on a whole escape.
+	bin := bytes.Repeat([]byte{0xff, 0x00}, 4096)
+	he = &zklock.HolderError{Path: "/p", Node: "/p/n", Data: bin, Err: zklock.ErrLocked}
+	assert.Less(t, len(he.Error()), 1024)
+	assert.Contains(t, he.Error(), `"\xff\x00`)
+	assert.Contains(t, he.Error(), "(8192 bytes)")
+}
+
+// A Semaphore with every lease out says so on a busy Try: no lease free,
+// n of n held, and by whom (the oldest lease's owner); a timed-out
+// Acquire says how many are held as well.
+func TestIntegration_SemaphoreFullSaysNoLeaseFree(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	s, err := zklock.NewSemaphore(e.client(zklock.WithNodeData([]byte("payments-1"))), e.root+"/pay", 3)
+	require.NoError(t, err)
+	leases, err := s.AcquireN(context.Background(), 3)
+	require.NoError(t, err)
+	defer s.ReturnAll(leases)
+
+	other, err := zklock.NewSemaphore(e.client(), e.root+"/pay", 3)
+	require.NoError(t, err)
+	_, err = other.TryAcquire(context.Background())
+	require.ErrorIs(t, err, zklock.ErrLocked)
+	he := holderAs(t, err)
+	assert.Equal(t, 3, he.Leases)
+	assert.Equal(t, 3, he.MaxLeases)
+	assert.Contains(t, err.Error(), "no lease free: 3 of 3 held")
+	assert.Contains(t, err.Error(), "the oldest by another Client of this process (payments-1)")
+	assert.NotContains(t, err.Error(), "lock held by another participant")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = other.Acquire(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "context deadline exceeded; 3 of 3 leases held, the oldest by another Client of this process (payments-1)")
 }

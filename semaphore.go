@@ -218,7 +218,11 @@ func (s *Semaphore) nameHolder(ctx context.Context, err error) error {
 	if lerr != nil {
 		return err
 	}
-	return s.c.nameHolder(ctx, err, s.path, firstChild(s.leases, children))
+	named := s.c.nameHolder(ctx, err, s.path, firstChild(s.leases, children))
+	if he, ok := named.(*HolderError); ok && s.kind == RecipeSemaphore {
+		he.Leases, he.MaxLeases = len(children), s.maxLeases
+	}
+	return named
 }
 
 // acquireOnceTry is acquireOnce, and for a Try, under tryConnected (see
