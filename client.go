@@ -307,13 +307,47 @@ func newClient(o options) *Client {
 }
 
 // Conn returns the underlying connection, for operations the recipes do not
-// cover, such as a Multi guarded by [Mutex.CheckOp]. It is nil for a Client
-// not made by Connect or NewClient.
+// cover, such as a Multi guarded by [Mutex.CheckOp]. It knows no namespace:
+// its paths are full ZooKeeper paths (see "Paths" in the package doc;
+// [Hold.Multi] writes within the namespace). It is nil for a Client not
+// made by Connect or NewClient.
 func (c *Client) Conn() *zk.Conn {
 	if c == nil {
 		return nil
 	}
 	return c.conn
+}
+
+// EnsurePath creates path, relative to the Client's namespace, and every
+// missing ancestor, as persistent nodes with no data and the Client's ACL
+// (see [WithACL]); nodes that exist are left as they are, as Curator's
+// creatingParentsIfNeeded does. It is for the nodes that a holder writes
+// under, with [Hold.Multi] for instance, whose creates need their parent;
+// the recipes make their own paths (as containers, which the servers
+// remove once empty). A create that fails with a connection loss is
+// retried under the retry policy. EnsurePath returns an error wrapping
+// ErrInvalidPath for a bad path, ErrInvalidArgument for a nil ctx,
+// ErrClosed on a closed Client, or the ZooKeeper error (such as
+// zk.ErrNoAuth), naming the node it could not create.
+func (c *Client) EnsurePath(ctx context.Context, path string) error {
+	switch {
+	case c.zero():
+		return errZeroClient
+	case ctx == nil:
+		return errorf(ErrInvalidArgument, "ensure path %s: nil context", quotePath(path))
+	}
+	if err := validatePath(path); err != nil {
+		return wrapf(err, "ensure path")
+	}
+	if err := c.usable(); err != nil {
+		return wrapf(err, "ensure path %s", path)
+	}
+	full := c.fullPath(path)
+	budget := strings.Count(full, "/") + missingParentTries
+	if err := c.mkdir(ctx, full, false, &budget); err != nil {
+		return wrapf(closedErr(err), "ensure path %s", path)
+	}
+	return nil
 }
 
 // errZeroClient is returned for a nil Client, or one not made by Connect or

@@ -81,6 +81,19 @@
 // connection the caller made. [Client.Ping] is a health check in one
 // call: nil while the Client has a session and the server answers.
 //
+// # Paths
+//
+// One rule: every path given to zklock or returned by it is relative to
+// the Client's namespace ([WithNamespace]): the paths of recipes, of
+// [Client.EnsurePath] and of the ops of [Hold.Multi]; [Hold.Path],
+// [Lease.Path], Participants, and a [HolderError]'s Path and Node. What
+// zklock hands over for go-zookeeper's own calls is the exception, since
+// go-zookeeper knows no namespace: [Client.Conn] is the raw connection,
+// and the checks that [Hold.CheckOp], [Mutex.CheckOp] and [Lease.CheckOp]
+// return carry the node's full path, to go into Conn().Multi (Hold.Multi
+// takes them as they are, too). [Client.EnsurePath] creates the parents
+// of the nodes a holder writes.
+//
 // # Error policies: when a hold is lost
 //
 // ZooKeeper cannot promise that a holder still holds: a session can expire

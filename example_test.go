@@ -714,3 +714,45 @@ func ExampleNewMutex_perRequest() {
 	// <nil>
 	// <nil>
 }
+
+// A Selector's leader fences its work with its term's Hold: Term gives it
+// from the function's context, its Token grows from term to term, and
+// Multi writes only while the term stands. EnsurePath makes the parent of
+// the data written.
+func ExampleSelector_Term() {
+	client := connect()
+	defer client.Close()
+	bg := context.Background()
+	if err := client.EnsurePath(bg, "/examples-nightly/report"); err != nil {
+		log.Fatal(err)
+	}
+	conn := client.Conn() // full paths; no namespace here
+	defer conn.Delete("/examples-nightly", -1)
+	defer conn.Delete("/examples-nightly/report", -1)
+	defer conn.Delete("/examples-nightly/report/last-run", -1)
+	sel, err := zklock.NewSelector(client, "/examples/nightly", "scheduler-1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = sel.Lead(bg, func(ctx context.Context) error {
+		term, err := sel.Term(ctx)
+		if err != nil {
+			return err
+		}
+		token, err := term.Token() // hand it to storage that refuses older tokens
+		if err != nil {
+			return err
+		}
+		fmt.Println("leading, fencing token > 0:", token > 0)
+		// Written only if this term still stands when the write commits.
+		_, err = term.Multi(ctx, &zk.CreateRequest{Path: "/examples-nightly/report/last-run", Data: []byte("done")})
+		return err
+	})
+	fmt.Println("term over:", err)
+	data, _, _ := conn.Get("/examples-nightly/report/last-run")
+	fmt.Printf("written: %q\n", data)
+	// Output:
+	// leading, fencing token > 0: true
+	// term over: <nil>
+	// written: "done"
+}

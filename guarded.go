@@ -13,8 +13,10 @@ import (
 // node (every member's node, for a [MultiLock]), so that the transaction
 // commits only while the hold exists: the guarded write of fencing. The
 // ops are *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest and
-// *zk.CheckVersionRequest, with paths relative to the Client's namespace;
-// a create with no ACL gets the Client's (see [WithACL]). Multi returns
+// *zk.CheckVersionRequest, with paths relative to the Client's namespace
+// (see "Paths" in the package doc); a check made by [Hold.CheckOp] or
+// [Mutex.CheckOp], whose path is the node's full path, is taken as it is.
+// A create with no ACL gets the Client's (see [WithACL]). Multi returns
 // one response per op, paths relative to the namespace.
 //
 // When the check fails, because the hold's node is gone, Multi returns an
@@ -37,6 +39,10 @@ func (hd *Hold) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 		req = append(req, &zk.CheckVersionRequest{Path: n.path, Version: -1})
 	}
 	for i, op := range ops {
+		if ownCheck(op, nodes) { // from CheckOp: its path is full already
+			req = append(req, op)
+			continue
+		}
 		full, err := c.inNamespace(op)
 		if err != nil {
 			return nil, wrapf(err, "multi %s: op %d", hd.path, i)
@@ -52,6 +58,23 @@ func (hd *Hold) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 		return res, nil
 	}
 	return nil, hd.multiErr(ctx, ops, nodes, res, err)
+}
+
+// ownCheck reports whether op is a check of one of nodes by its full path,
+// as [Hold.CheckOp] and [Mutex.CheckOp] make it for Conn().Multi. No path
+// relative to a namespace can name a lock node's full path by mistake: the
+// node's name is unique to its create.
+func ownCheck(op any, nodes []*lockNode) bool {
+	check, ok := op.(*zk.CheckVersionRequest)
+	if !ok || check == nil {
+		return false
+	}
+	for _, n := range nodes {
+		if check.Path == n.path {
+			return true
+		}
+	}
+	return false
 }
 
 // guard returns the Client and the nodes that a guarded write checks, or

@@ -81,3 +81,80 @@ func TestIntegration_LeaseHoldMulti(t *testing.T) {
 	_, err = l.Hold().Multi(context.Background(), &zk.SetDataRequest{Path: e.root + "/data", Version: -1})
 	require.ErrorIs(t, err, zklock.ErrNotHeld)
 }
+
+// One rule for paths (see "Paths" in the package doc): under a namespace,
+// EnsurePath and Hold.Multi take paths relative to it, and the checks
+// that CheckOp makes carry the full path for Conn().Multi; Hold.Multi
+// takes such a check as it is. EnsurePath creates the missing parents,
+// persistent and with the Client's ACL, leaves existing nodes alone, and
+// refuses bad input with typed errors.
+func TestIntegration_PathsOneRule(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ns := e.root + "/ns"
+	c := e.client(zklock.WithNamespace(ns))
+	bg := context.Background()
+
+	require.NoError(t, c.EnsurePath(bg, "/inventory/sku/42"))
+	require.NoError(t, c.EnsurePath(bg, "/inventory/sku/42"), "an existing path is fine")
+	require.NoError(t, c.EnsurePath(bg, "/inventory/sku"), "and so is an existing ancestor")
+	_, stat, err := e.admin.Get(ns + "/inventory/sku/42")
+	require.NoError(t, err, "created under the namespace")
+	assert.Zero(t, stat.EphemeralOwner)
+	_, stat, err = e.admin.Get(ns + "/inventory")
+	require.NoError(t, err)
+	_, cstat, err := e.admin.Exists(ns + "/inventory")
+	require.NoError(t, err)
+	assert.Equal(t, stat.Czxid, cstat.Czxid)
+
+	m, err := zklock.NewMutex(c, "/locks/sku-42")
+	require.NoError(t, err)
+	hd, err := m.Lock(bg)
+	require.NoError(t, err)
+	defer hd.Release()
+	check, err := hd.CheckOp()
+	require.NoError(t, err)
+	assert.Equal(t, ns+hd.Path(), check.Path, "CheckOp's path is the full path")
+	mcheck, err := m.CheckOp(hd.Context())
+	require.NoError(t, err)
+	res, err := hd.Multi(bg, check, mcheck,
+		&zk.CreateRequest{Path: "/inventory/sku/42/stock", Data: []byte("7")})
+	require.NoError(t, err, "Hold.Multi takes CheckOp's full path as it is, and relative paths")
+	require.Len(t, res, 3)
+	assert.Equal(t, "/inventory/sku/42/stock", res[2].String)
+	data, _, err := e.admin.Get(ns + "/inventory/sku/42/stock")
+	require.NoError(t, err)
+	assert.Equal(t, "7", string(data))
+	_, err = c.Conn().Multi(check, &zk.SetDataRequest{Path: ns + "/inventory/sku/42/stock", Data: []byte("6"), Version: -1})
+	require.NoError(t, err, "CheckOp goes into Conn().Multi, with full paths")
+
+	err = c.EnsurePath(bg, "inventory")
+	require.ErrorIs(t, err, zklock.ErrInvalidPath)
+	assert.Contains(t, err.Error(), `"inventory"`)
+	//nolint:staticcheck // a nil context on purpose
+	require.ErrorIs(t, c.EnsurePath(nil, "/x"), zklock.ErrInvalidArgument)
+	require.ErrorIs(t, (*zklock.Client)(nil).EnsurePath(bg, "/x"), zklock.ErrInvalidArgument)
+	closed := e.client()
+	require.NoError(t, closed.Close())
+	require.ErrorIs(t, closed.EnsurePath(bg, "/x"), zklock.ErrClosed)
+}
+
+// EnsurePath gives the nodes it creates the Client's ACL, and names the
+// node it may not create.
+func TestIntegration_EnsurePathACL(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	acl := zk.DigestACL(zk.PermAll, "owner", "pw")
+	c := e.client(zklock.WithAuth("digest", []byte("owner:pw")), zklock.WithACL(func(string) []zk.ACL { return acl }))
+	bg := context.Background()
+	e.create(e.root + "/private") // by the admin, open: the ACL is for what EnsurePath makes
+	require.NoError(t, c.EnsurePath(bg, e.root+"/private/a"))
+	got, _, err := e.admin.GetACL(e.root + "/private/a")
+	require.NoError(t, err)
+	assert.Equal(t, acl, got)
+
+	stranger := e.client()
+	err = stranger.EnsurePath(bg, e.root+"/private/a/b")
+	require.ErrorIs(t, err, zk.ErrNoAuth)
+	assert.Contains(t, err.Error(), e.root+"/private/a/b")
+}

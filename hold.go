@@ -209,6 +209,9 @@ func (hd *Hold) run(ctx context.Context, fn func(context.Context) error) error {
 	}()
 	ferr := fn(bound)
 	released = true
+	if hd.spent.Load() { // fn released the Hold itself (see Selector.Term), and had Release's error
+		return ferr
+	}
 	return joinErrs(ferr, hd.Release())
 }
 

@@ -121,10 +121,12 @@ func WithRetryPolicy(p RetryPolicy) Option {
 	}
 }
 
-// WithNamespace puts every path under /ns. Paths that recipes return to
-// callers are relative to the namespace; paths inside zk requests, such as
-// the one in [Mutex.CheckOp], are full ZooKeeper paths. The namespace root
-// is created on demand as a CONTAINER node.
+// WithNamespace puts every path under /ns. Paths given to the Client and
+// its recipes, and those they return, are relative to the namespace; the
+// requests made for go-zookeeper's own calls on [Client.Conn], such as
+// [Mutex.CheckOp]'s, carry full ZooKeeper paths (see "Paths" in the
+// package doc). The namespace root is created on demand as a CONTAINER
+// node.
 func WithNamespace(ns string) Option {
 	return func(o *options) {
 		ns = strings.TrimPrefix(ns, "/")

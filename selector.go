@@ -72,7 +72,44 @@ func (s *Selector) Lead(ctx context.Context, fn func(ctx context.Context) error)
 	if err := s.valid(ctx, "lead"); err != nil {
 		return err
 	}
-	return s.m.Do(ctx, fn)
+	if fn == nil {
+		return wrapf(ErrInvalidArgument, "lead %s: nil function", s.m.path)
+	}
+	hd, err := s.m.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	return s.term(ctx, hd, fn)
+}
+
+// termKey is the context key under which Lead and Run give fn its term's
+// Hold (see Selector.Term).
+type termKey struct{ s *Selector }
+
+// term runs fn for the term hd, with hd reachable through Term.
+func (s *Selector) term(ctx context.Context, hd *Hold, fn func(ctx context.Context) error) error {
+	return hd.run(context.WithValue(ctx, termKey{s}, hd), fn)
+}
+
+// Term returns the Hold of the term that ctx carries: ctx is the context
+// that [Selector.Lead] or [Selector.Run] gave its function, or one derived
+// from it. The leader fences its writes with it, as any holder does:
+// [Hold.Token] is the term's fencing token, which grows from each term to
+// the next, [Hold.Multi] writes only while the term stands, and
+// [Hold.CheckOp] guards a transaction of your own. Lead and Run release
+// the Hold when the function returns; a Release through it resigns at
+// once (the function should then return, and its term ends as if it had).
+// Term returns an error wrapping ErrNotHeld if ctx carries no term of s,
+// and the Hold of an ended term reports its end (see [Hold.Err]).
+func (s *Selector) Term(ctx context.Context) (*Hold, error) {
+	if err := s.valid(ctx, "term"); err != nil {
+		return nil, err
+	}
+	hd, ok := ctx.Value(termKey{s}).(*Hold)
+	if !ok {
+		return nil, errorf(ErrNotHeld, "term %s: the context carries no term of this Selector: use the context that Lead or Run gave the function", s.m.path)
+	}
+	return hd, nil
 }
 
 // Run leads again and again: it waits for the leadership, runs fn while it
@@ -106,7 +143,7 @@ func (s *Selector) Run(ctx context.Context, fn func(ctx context.Context) error) 
 	for {
 		hd, err := s.m.Lock(ctx)
 		if err == nil {
-			err = hd.run(ctx, fn)
+			err = s.term(ctx, hd, fn)
 			if err == nil || errors.Is(hd.Err(), ErrLockLost) && !mutant("norequeue") { // test-only (zklock_mutant): a lost term ends Run
 				continue // a term ended: queue again
 			}

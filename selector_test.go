@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
@@ -125,4 +126,73 @@ func awaitTerm(t *testing.T, terms <-chan string, run <-chan error, d time.Durat
 		t.Fatalf("no term within %v", d)
 	}
 	return ""
+}
+
+// A Selector's function fences its writes with its term's Hold
+// (Selector.Term): the token grows from term to term, a guarded write
+// commits while the term stands and is refused once an operator deleted
+// the leader's node, and a Release through the Hold resigns: Run then
+// queues again without logging a failure. A context that carries no term
+// gets ErrNotHeld.
+func TestIntegration_SelectorTermFencesWrites(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	var mu sync.Mutex
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(syncWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := zklock.NewSelector(e.client(zklock.WithLogger(logger)), e.root+"/fenced", "a")
+	require.NoError(t, err)
+	e.create(e.root + "/data")
+	write := func(ctx context.Context, hd *zklock.Hold, v string) error {
+		_, err := hd.Multi(ctx, &zk.SetDataRequest{Path: e.root + "/data", Data: []byte(v), Version: -1})
+		return err
+	}
+
+	_, err = s.Term(context.Background())
+	require.ErrorIs(t, err, zklock.ErrNotHeld)
+
+	var tokens []int64
+	term := func(ctx context.Context) *zklock.Hold {
+		hd, err := s.Term(ctx)
+		require.NoError(t, err)
+		token, err := hd.Token()
+		require.NoError(t, err)
+		tokens = append(tokens, token)
+		return hd
+	}
+	require.NoError(t, s.Lead(context.Background(), func(ctx context.Context) error {
+		return write(ctx, term(ctx), "lead")
+	}))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	terms := 0
+	err = s.Run(ctx, func(fctx context.Context) error {
+		terms++
+		hd := term(fctx)
+		switch terms {
+		case 1: // resign through the Hold
+			return hd.Release()
+		case 2: // an operator deletes the node: the write is refused
+			require.NoError(t, write(fctx, hd, "run"))
+			require.NoError(t, e.admin.Delete(hd.Path(), -1))
+			<-hd.Done()
+			assert.ErrorIs(t, write(fctx, hd, "late"), zklock.ErrLockLost)
+			return nil
+		}
+		cancel()
+		return nil
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Len(t, tokens, 4)
+	for i := 1; i < len(tokens); i++ {
+		assert.Greater(t, tokens[i], tokens[i-1], "each term's token exceeds the last")
+	}
+	data, _, err := e.admin.Get(e.root + "/data")
+	require.NoError(t, err)
+	assert.Equal(t, "run", string(data), "the lost term's write was refused")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.NotContains(t, logs.String(), "function failed", "a resignation through the Hold is no failure")
+	waitChildren(t, e, e.root+"/fenced", 0)
 }

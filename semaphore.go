@@ -537,8 +537,13 @@ func (l *Lease) Token() int64 {
 }
 
 // CheckOp returns a check on the lease node, to put first in conn.Multi so
-// that the transaction commits only while the lease exists. It is nil for
-// a Lease not made by a Semaphore.
+// that the transaction commits only while the lease exists; its path is
+// the node's full path (see "Paths" in the package doc). It is nil for a
+// Lease not made by a Semaphore. It does not say whether the lease still
+// stands; l.Hold().CheckOp() does, with the errors of every hold's
+// CheckOp. (Token and CheckOp keep the signatures they had before leases
+// were Holds; l.Hold() is the Lease with the error-returning methods
+// that every recipe's holds share, [Hold.Multi] among them.)
 func (l *Lease) CheckOp() *zk.CheckVersionRequest {
 	if l == nil || l.h == nil {
 		return nil

@@ -383,12 +383,13 @@ const missingParentTries = 10
 // all for the whole path beyond one per missing ancestor.
 func (c *Client) mkdirs(ctx context.Context, parent string) error {
 	budget := strings.Count(parent, "/") + missingParentTries
-	return c.mkdir(ctx, parent, &budget)
+	return c.mkdir(ctx, parent, true, &budget)
 }
 
 // mkdir is mkdirs of p, spending one of budget's tries on each create
-// that finds its parent gone.
-func (c *Client) mkdir(ctx context.Context, p string, budget *int) error {
+// that finds its parent gone; persistent nodes instead of containers
+// unless container.
+func (c *Client) mkdir(ctx context.Context, p string, container bool, budget *int) error {
 	if p == "/" {
 		return nil
 	}
@@ -398,7 +399,10 @@ func (c *Client) mkdir(ctx context.Context, p string, budget *int) error {
 	}
 	for {
 		_, err = retry(c, ctx, func() (string, error) {
-			return c.zc.CreateContainer(p, nil, zk.FlagContainer, acl)
+			if container {
+				return c.zc.CreateContainer(p, nil, zk.FlagContainer, acl)
+			}
+			return c.zc.Create(p, nil, 0, acl)
 		})
 		switch {
 		case err == nil || errors.Is(err, zk.ErrNodeExists):
@@ -407,7 +411,7 @@ func (c *Client) mkdir(ctx context.Context, p string, budget *int) error {
 			return fmt.Errorf("create parent %s: %w", p, err)
 		}
 		*budget--
-		if err := c.mkdir(ctx, path.Dir(p), budget); err != nil {
+		if err := c.mkdir(ctx, path.Dir(p), container, budget); err != nil {
 			return err
 		}
 	}
