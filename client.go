@@ -87,15 +87,19 @@ type Client struct {
 // of them separated by commas, as in a Curator connect string
 // ("zk1:2181,zk2:2181"). An empty list or an empty entry is refused with
 // ErrInvalidArgument, and so is a chroot suffix ("zk1:2181/app"): use
-// [WithNamespace] instead, which zklock applies on the client side.
+// [WithNamespace] instead, which zklock applies on the client side. A URL
+// scheme ("zk://", "http://") is refused too, naming it.
 //
 // Connect does not wait in vain: when no server name resolves, or when
-// every server has refused the connection (nothing listens on that port),
-// it returns at once an error that says so and names each address; the
-// error wraps zk.ErrNoServer and the network errors. Names that do not
+// every server has refused the connection (nothing listens on that port)
+// or answered with bytes that are not ZooKeeper's (another service on that
+// port), it returns at once an error that says so and names each address;
+// the error wraps zk.ErrNoServer and the network errors. Names that do not
 // resolve while others do are skipped, with a warning in the log. When no
 // session came within the connect timeout, the error wraps zk.ErrNoServer
-// and context.DeadlineExceeded.
+// and context.DeadlineExceeded, and says what each address last did: a
+// dial's error, a connection closed before ZooKeeper's reply, or one
+// accepted and never answered.
 func Connect(servers []string, opts ...Option) (*Client, error) {
 	o := buildOptions(opts)
 	if o.err != nil {
@@ -110,7 +114,7 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 	c.queue = newEventQueue()
 	c.holds.routed = true // node events come through the callback too
 	c.dials = newDialWatch(c.log)
-	c.sockets = &sockets{open: make(map[*socket]struct{})}
+	c.sockets = &sockets{open: make(map[*socket]struct{}), failed: c.dials.failed}
 	// Ours come last: the Client must see every session event, and its
 	// sockets wrap the dialer in effect. The host provider comes first, so
 	// that one of the caller's wins.
@@ -167,7 +171,7 @@ func (c *Client) awaitFirstSession(addrs []string) error {
 		case <-t.C:
 			// The connect timeout is a deadline: say so to errors.Is.
 			msg := fmt.Sprintf("zklock: connect %s: no session within %v", strings.Join(addrs, ","), c.opts.connectTimeout)
-			if last := c.dials.lastErrors(); last != "" {
+			if last := c.dials.lastErrors(c.sockets.unanswered()); last != "" {
 				msg += " (" + last + ")"
 			}
 			return &wrapError{msg: msg + ": " + zk.ErrNoServer.Error(), errs: []error{zk.ErrNoServer, context.DeadlineExceeded}}
@@ -199,6 +203,9 @@ func parseServers(servers []string) ([]string, error) {
 func parseServer(a string) (string, error) {
 	if a == "" {
 		return "", errors.New("empty address")
+	}
+	if scheme, rest, ok := strings.Cut(a, "://"); ok {
+		return "", fmt.Errorf("a URL scheme (%s://) is not part of a ZooKeeper address: give host:port, such as %q", scheme, strings.TrimSuffix(rest, "/"))
 	}
 	if i := strings.Index(a, "/"); i >= 0 {
 		return "", fmt.Errorf("chroot suffix %q not supported (use WithNamespace(%q))", a[i:], strings.Trim(a[i:], "/"))
@@ -650,7 +657,7 @@ func (w *dialWatch) failed(addr string, err error) {
 	w.mu.Lock()
 	w.last[addr] = err
 	var dnsErr *net.DNSError
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dnsErr) {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dnsErr) || errors.Is(err, errNotZooKeeper) {
 		w.refused[addr] = err
 	}
 	w.mu.Unlock()
@@ -673,14 +680,19 @@ func (w *dialWatch) allRefused() error {
 		what = "every server refused the connection or did not resolve: "
 	}
 	errs := append(slices.Clone(w.unresolved), sortedErrs(w.refused)...)
+	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, errNotZooKeeper) }) {
+		what = "no ZooKeeper server at these addresses: "
+	}
 	return &wrapError{msg: what + joinMsgs(errs), errs: errs}
 }
 
-// lastErrors describes every address's last dial error, "" if none.
-func (w *dialWatch) lastErrors() string {
+// lastErrors describes every address's last dial or handshake error, and
+// more (such as handshakes under way), "" if none.
+func (w *dialWatch) lastErrors(more []error) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	errs := append(slices.Clone(w.unresolved), sortedErrs(w.last)...)
+	errs = append(errs, more...)
 	if len(errs) == 0 {
 		return ""
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -98,6 +99,64 @@ func TestConnectRefused(t *testing.T) {
 	assert.Less(t, time.Since(start), 10*time.Second, "well before the connect timeout")
 }
 
+// notZooKeeper listens on a port of 127.0.0.1 and answers every
+// connection as serve does, until the test ends; it returns the address.
+func notZooKeeper(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer conn.Close()
+				serve(conn)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A port where something other than ZooKeeper listens: an HTTP server's
+// answer is no connect response, and Connect says at once that the
+// address answered, but not as ZooKeeper (it said "no session within" once
+// its timeout had passed, with go-zookeeper allocating the 1.2 GB that
+// "HTTP" reads as). A server that accepts and says nothing is named as
+// such when the connect timeout passes.
+func TestConnectNotZooKeeper(t *testing.T) {
+	t.Parallel()
+	http := notZooKeeper(t, func(conn net.Conn) {
+		conn.Read(make([]byte, 512))
+		io.WriteString(conn, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+	})
+	start := time.Now()
+	_, err := zklock.Connect([]string{http}, zklock.WithConnectTimeout(20*time.Second))
+	require.ErrorIs(t, err, zk.ErrNoServer)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), http+" answered, but not as ZooKeeper: its reply began \"HTTP\"")
+	assert.Contains(t, err.Error(), "no ZooKeeper server at these addresses")
+	assert.Less(t, time.Since(start), 10*time.Second, "well before the connect timeout")
+
+	silent := notZooKeeper(t, func(conn net.Conn) { io.Copy(io.Discard, conn) })
+	_, err = zklock.Connect([]string{silent}, zklock.WithConnectTimeout(time.Second))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), silent+" accepted the connection but has not answered ZooKeeper's handshake in ")
+
+	closing := notZooKeeper(t, func(conn net.Conn) { conn.Read(make([]byte, 512)) })
+	_, err = zklock.Connect([]string{closing}, zklock.WithConnectTimeout(time.Second))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), closing+" accepted the connection, then EOF before any ZooKeeper reply")
+}
+
 // No server name resolves: Connect says so, naming the names.
 func TestConnectUnresolvable(t *testing.T) {
 	t.Parallel()
@@ -147,6 +206,8 @@ func TestConnectBadServerLists(t *testing.T) {
 		"bad port":      {[]string{"a:x"}, "bad port"},
 		"zero port":     {[]string{"a:0"}, "bad port"},
 		"bare IPv6":     {[]string{"::1"}, "brackets"},
+		"URL":           {[]string{"http://127.0.0.1:2181"}, `a URL scheme (http://) is not part of a ZooKeeper address: give host:port, such as "127.0.0.1:2181"`},
+		"zk URL":        {[]string{"zk1:2181,zookeeper://zk2:2181/"}, `(zookeeper://)`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := zklock.Connect(tt.servers)

@@ -74,10 +74,14 @@
 // # Connecting
 //
 // [Connect] takes "host:port" addresses, or Curator's connect string
-// ("zk1:2181,zk2:2181"; a chroot suffix is refused, use [WithNamespace]).
+// ("zk1:2181,zk2:2181"; a chroot suffix is refused, use [WithNamespace], and
+// so is a URL scheme such as "zk://").
 // It waits for a session up to the connect timeout, but not in vain: when
-// every server refuses the connection or no name resolves, it fails at
-// once with an error that names each address. [NewClient] wraps a
+// every server refuses the connection, answers but not as ZooKeeper (an
+// HTTP server, say), or does not resolve, it fails at once with an error
+// that names each address and why; when the timeout passes, the error
+// says what each address last did (such as accepting the connection and
+// never answering). [NewClient] wraps a
 // connection the caller made. [Client.Ping] is a health check in one
 // call: nil while the Client has a session and the server answers.
 //

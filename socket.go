@@ -29,12 +29,19 @@ type sockets struct {
 	arming  int64        // the session whose guard watch is being set, or was given up
 	fired   uint64       // how many times the guard watch fired (see sockets.event)
 	wrapped bool         // wrap put s in place; set before the connection starts
+
+	failed func(addr string, err error) // told of a failed handshake (see socket.check); set before the connection starts
 }
 
 // socket is a connection that sockets opened; closing it forgets it.
 type socket struct {
 	net.Conn
-	s *sockets
+	s     *sockets
+	addr  string    // the server's address, as go-zookeeper dialled it
+	since time.Time // when it was dialled
+
+	answered atomic.Bool // the connect response's length was read, and is ZooKeeper's
+	hs       handshake   // read until answered
 
 	// open is set once the socket writes as it is asked to; until then
 	// it may hold back what go-zookeeper writes after the connect request
@@ -82,7 +89,7 @@ func (s *sockets) dial(inner zk.Dialer, network, address string, timeout time.Du
 	if err != nil {
 		return nil, err
 	}
-	sk := &socket{Conn: conn, s: s}
+	sk := &socket{Conn: conn, s: s, addr: address, since: time.Now()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -192,10 +199,15 @@ func (sk *socket) Write(b []byte) (int, error) {
 // detector too, not through the network alone: Read loads released,
 // stored before the held requests are written. It never waits: a
 // connection whose far end answers before it reads on (a pipe) would
-// otherwise deadlock with a release's write.
+// otherwise deadlock with a release's write. Until the length of the
+// connect response has been read, Read checks that it is ZooKeeper's (see
+// check).
 func (sk *socket) Read(b []byte) (int, error) {
 	n, err := sk.Conn.Read(b)
 	_ = sk.released.Load()
+	if !sk.answered.Load() {
+		return sk.check(b[:n], err)
+	}
 	return n, err
 }
 
