@@ -53,9 +53,10 @@ type Election struct {
 // namespace, for the participant id. id is the data of the participant's
 // node, as Curator's LeaderLatch stores it: UTF-8 text, empty by default
 // in Curator. NewElection does no I/O: the path is created by the first
-// Campaign, as CONTAINER nodes. It takes no options today; a Driver or
-// lock data is refused, since the layout is the election's definition and
-// the data is the id. It returns an error wrapping ErrInvalidArgument for a
+// Campaign, as CONTAINER nodes. Of the lock options it takes
+// [WithMaxHold], a bound on each leadership; [WithDriver] and
+// [WithLockData] are refused with ErrInvalidArgument, since the layout is
+// the election's definition and the data is the id. It returns an error wrapping ErrInvalidArgument for a
 // nil or misconfigured Client, an id that is not UTF-8, or a path and id
 // too large for one ZooKeeper request, and ErrInvalidPath for a bad path.
 func NewElection(c *Client, path, id string, opts ...LockOption) (*Election, error) {

@@ -44,27 +44,36 @@ type maxHoldKey struct{}
 // call: see [WithMaxHold], whose rules it follows. A hold's context does
 // not carry it on: acquires made with a hold's context are unbounded
 // unless they say so. An acquire that re-enters a hold takes nothing new:
-// the hold keeps the bound of its grant. A d that is not positive makes those acquires fail
-// with ErrInvalidArgument.
+// the hold keeps the bound of its grant.
+//
+// A d that is not positive is a mistake that ContextWithMaxHold cannot
+// return (it returns a context, as context.WithValue does, and never
+// panics): each acquire made with the context then fails at once, before
+// any ZooKeeper request, with an error wrapping ErrInvalidArgument that
+// names the value. Check a computed d before you call it.
 func ContextWithMaxHold(ctx context.Context, d time.Duration) context.Context {
 	if d <= 0 {
-		d = -1 // refused by the acquire; 0 means none
+		return context.WithValue(ctx, maxHoldKey{}, refusedMaxHold{d})
 	}
 	return context.WithValue(ctx, maxHoldKey{}, d)
 }
+
+// refusedMaxHold is the value ContextWithMaxHold stores for a d that is
+// not positive: the acquires made with it fail, naming d.
+type refusedMaxHold struct{ d time.Duration }
 
 // maxHoldOf returns the maximum hold time of an acquire with ctx of a lock
 // whose own bound is lock (0 for none): the smaller of the two, or 0; an
 // error for a bound ContextWithMaxHold refused.
 func maxHoldOf(ctx context.Context, lock time.Duration) (time.Duration, error) {
-	d, _ := ctx.Value(maxHoldKey{}).(time.Duration)
-	switch {
-	case d < 0:
-		return 0, errorf(ErrInvalidArgument, "ContextWithMaxHold: maximum hold time is not positive")
-	case d == 0 || lock > 0 && lock < d:
-		return lock, nil
+	v := ctx.Value(maxHoldKey{})
+	if r, ok := v.(refusedMaxHold); ok {
+		return 0, errorf(ErrInvalidArgument, "ContextWithMaxHold(%v): maximum hold time is not positive", r.d)
 	}
-	return d, nil
+	if d, _ := v.(time.Duration); d > 0 && (lock == 0 || d < lock) {
+		return d, nil
+	}
+	return lock, nil
 }
 
 // expireLocked starts the timer that ends h after d, if d is positive; h.mu must

@@ -71,7 +71,9 @@ type sideRules struct {
 }
 
 // NewMutex returns a Mutex on path, which is relative to the Client's
-// namespace and must satisfy ZooKeeper's path rules. It does no I/O: the
+// namespace and must satisfy ZooKeeper's path rules. It takes every lock
+// option: [WithLockData] (its nodes' data), [WithDriver] (the predicates)
+// and [WithMaxHold] (a bound on each hold). It does no I/O: the
 // lock's parent nodes are created on the first Acquire. It returns an error
 // wrapping ErrInvalidArgument for a nil or misconfigured Client, an invalid
 // option, or a path and data too large for one ZooKeeper request, and

@@ -38,10 +38,11 @@ type ReadWriteLock struct {
 }
 
 // NewReadWriteLock returns a ReadWriteLock on path, relative to the
-// Client's namespace. Of the lock options it takes WithLockData, the data
-// of both read and write nodes; WithDriver is refused with
-// ErrInvalidArgument, because the read/write predicates are the lock's
-// definition. It does no I/O.
+// Client's namespace. Of the lock options it takes [WithLockData], the
+// data of both read and write nodes, and [WithMaxHold], a bound on each
+// hold of either side; [WithDriver] is refused with ErrInvalidArgument,
+// because the read/write predicates are the lock's definition. It does no
+// I/O.
 func NewReadWriteLock(c *Client, path string, opts ...LockOption) (*ReadWriteLock, error) {
 	o, err := parseLockOptions("read/write lock", path, opts, false)
 	if err != nil {

@@ -37,7 +37,8 @@ type Selector struct {
 
 // NewSelector returns a Selector on path, relative to the Client's
 // namespace, for the participant id, which becomes the data of the
-// participant's node (an empty id: the Client's node data). It does no
+// participant's node (an empty id: the Client's node data). It takes the
+// options NewElection takes: [WithMaxHold] bounds each term. It does no
 // I/O. Its errors are [NewElection]'s.
 func NewSelector(c *Client, path, id string, opts ...LockOption) (*Selector, error) {
 	li, err := electionEngine(c, "selector", path, id, "lock-", opts)

@@ -55,8 +55,8 @@ type Lease struct {
 }
 
 // NewSemaphore returns a Semaphore of maxLeases leases on path, relative
-// to the Client's namespace. WithLockData sets the data of lease nodes;
-// WithDriver is refused. It returns ErrInvalidArgument for maxLeases
+// to the Client's namespace. [WithLockData] sets the data of lease nodes
+// and [WithMaxHold] bounds each lease; [WithDriver] is refused. It returns ErrInvalidArgument for maxLeases
 // outside 1..2^31-1 (ZooKeeper counts children and sequence numbers in an
 // int32), and ErrInvalidPath for a bad path. It does no I/O.
 func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*Semaphore, error) {
