@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path"
 	"strings"
 	"sync"
 	"syscall"
@@ -135,22 +134,13 @@ func (f *inspectFlags) print(w io.Writer, v *queueView) error {
 }
 
 // read reads the queue; with watch, changed is closed at the next change
-// of the lock's children (or of its leases and locks nodes).
+// of the lock's children (or of its leases and locks nodes' children).
 func (in *inspector) read(ctx context.Context, watch bool) (v *queueView, changed <-chan struct{}, err error) {
-	children, exists, chans, err := in.children(in.path, watch)
+	l, chans, err := in.list(watch)
 	if err != nil {
 		return nil, nil, err
 	}
-	if exists && detect(children) == recipeSemaphore {
-		for _, sub := range []string{"leases", "locks"} {
-			_, _, more, err := in.children(path.Join(in.path, sub), watch)
-			if err != nil {
-				return nil, nil, err
-			}
-			chans = append(chans, more...)
-		}
-	}
-	v, err = in.view(ctx, children, exists)
+	v, err = in.view(ctx, l)
 	if err != nil {
 		return nil, nil, fmt.Errorf("inspect %s: %w", in.path, err)
 	}
