@@ -31,7 +31,11 @@ Shows the queue of the lock at PATH, in order: each participant's role
 host's address; "(revoked)" once 'zklock revoke' has replaced it), age,
 fencing token and node name, and which recipe the layout belongs to
 (mutex, rwlock, semaphore, latch). Works on zklock's and Apache Curator's
-locks alike. For a leader latch (zklock's Election, Curator's LeaderLatch)
+locks alike. A semaphore is known by its lease nodes (PATH/leases/..lease-N),
+or, with none, by an empty PATH/leases beside a PATH/locks that holds only
+acquirers' lock nodes; a child named leases or locks that holds anything
+else is a path like any other, listed with the children that are not
+lock nodes. For a leader latch (zklock's Election, Curator's LeaderLatch)
 the holder is the leader, each owner is a participant id, and the
 leader's id is shown first.
 

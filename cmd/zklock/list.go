@@ -24,8 +24,13 @@ subtree: one line per lock that has participants, with its path, recipe
 Selector's is a mutex's), number of holders and of waiters, how long its
 holder has held (the oldest holder's, from its node's creation time), and
 the holders' owners. A free lock whose empty node remains is not listed.
-A lock that cannot be read (an ACL refuses this session) is listed with
-the error, whatever the filters, and list exits 1 after the listing.
+The walk goes into every child that is not a lock's own node, below a
+semaphore too; a child named leases or locks is a semaphore's only if it
+holds a semaphore's lease or lock nodes (see 'zklock help inspect').
+A lock that cannot be read, or a node that cannot be listed (recipe
+unknown), as when an ACL refuses this session, is listed with the error,
+whatever the filters; the walk goes on around it, and list exits 1 after
+the listing.
 
   -waiting         list only the locks that have waiters
   -older-than D    list only the locks whose holder has held longer than D
