@@ -189,27 +189,21 @@ func some(names []string) string {
 // findLockNode resolves node to the path of a node of the lock: a child
 // of the lock path, or for a semaphore a child of its leases or locks node.
 func findLockNode(c *zklock.Client, f *common, lock, node string) (string, error) {
-	conn := c.Conn()
-	children, _, err := conn.Children(f.full(lock))
-	if errors.Is(err, zk.ErrNoNode) {
+	l, _, err := (&inspector{c: c, common: f, path: lock}).list(false)
+	switch {
+	case err != nil:
+		return "", err
+	case !l.exists:
 		return "", noNode("lock path %s does not exist", lock)
-	}
-	if err != nil {
-		return "", opError("list", lock, err)
-	}
-	if detect(children) != recipeSemaphore {
-		return matchNode(lock, node, children)
+	case l.sem == nil:
+		return matchNode(lock, node, l.children)
 	}
 	var rels []string
-	for _, sub := range []string{"leases", "locks"} {
-		dir := path.Join(lock, sub)
-		names, _, err := conn.Children(f.full(dir))
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return "", opError("list", dir, err)
-		}
-		for _, name := range names {
-			rels = append(rels, sub+"/"+name)
-		}
+	for _, name := range l.sem.leases {
+		rels = append(rels, leasesNode+"/"+name)
+	}
+	for _, name := range l.sem.locks {
+		rels = append(rels, locksNode+"/"+name)
 	}
 	return matchNode(lock, node, rels)
 }

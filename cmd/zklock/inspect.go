@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,7 +31,11 @@ Shows the queue of the lock at PATH, in order: each participant's role
 host's address; "(revoked)" once 'zklock revoke' has replaced it), age,
 fencing token and node name, and which recipe the layout belongs to
 (mutex, rwlock, semaphore, latch). Works on zklock's and Apache Curator's
-locks alike. For a leader latch (zklock's Election, Curator's LeaderLatch)
+locks alike. A semaphore is known by its lease nodes (PATH/leases/..lease-N),
+or, with none, by an empty PATH/leases beside a PATH/locks that holds only
+acquirers' lock nodes; a child named leases or locks that holds anything
+else is a path like any other, listed with the children that are not
+lock nodes. For a leader latch (zklock's Election, Curator's LeaderLatch)
 the holder is the leader, each owner is a participant id, and the
 leader's id is shown first.
 
@@ -135,22 +138,13 @@ func (f *inspectFlags) print(w io.Writer, v *queueView) error {
 }
 
 // read reads the queue; with watch, changed is closed at the next change
-// of the lock's children (or of its leases and locks nodes).
+// of the lock's children (or of its leases and locks nodes' children).
 func (in *inspector) read(ctx context.Context, watch bool) (v *queueView, changed <-chan struct{}, err error) {
-	children, exists, chans, err := in.children(in.path, watch)
+	l, chans, err := in.list(watch)
 	if err != nil {
 		return nil, nil, err
 	}
-	if exists && detect(children) == recipeSemaphore {
-		for _, sub := range []string{"leases", "locks"} {
-			_, _, more, err := in.children(path.Join(in.path, sub), watch)
-			if err != nil {
-				return nil, nil, err
-			}
-			chans = append(chans, more...)
-		}
-	}
-	v, err = in.view(ctx, children, exists)
+	v, err = in.view(ctx, l)
 	if err != nil {
 		return nil, nil, fmt.Errorf("inspect %s: %w", in.path, err)
 	}

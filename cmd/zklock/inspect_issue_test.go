@@ -90,3 +90,49 @@ func TestInspectNamespaceHint(t *testing.T) {
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Regexp(t, regexp.MustCompile(`mutex, 1 holder, 0 waiters`), r.stdout)
 }
+
+// A mutex with a lock path named locks below it is a mutex, and locks is
+// among its "not lock nodes"; a semaphore's own such nodes are too.
+func TestInspectLocksChildIsNotASemaphore(t *testing.T) {
+	e := setup(t)
+	c := e.client()
+	hold := func(p string) string {
+		m, err := zklock.NewMutex(c, p)
+		require.NoError(t, err)
+		h, err := m.Acquire(ctx(t))
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, m.Release(h)) })
+		return m.LockPath(h)
+	}
+	top := hold(e.path)
+	hold(e.path + "/locks/x")
+
+	r := e.run("inspect", "-json", e.path)
+	require.Equal(t, 0, r.code, r.stderr)
+	var v struct {
+		jsonView
+		Others []string `json:"others"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), r.stdout)
+	assert.Equal(t, "mutex", v.Recipe)
+	assert.Equal(t, 1, v.Holders)
+	require.Len(t, v.Nodes, 1)
+	assert.Equal(t, top, v.Nodes[0].Path)
+	assert.Equal(t, []string{"locks"}, v.Others)
+	r = e.run("inspect", e.path)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, e.path+": mutex, 1 holder, 0 waiters")
+	assert.Contains(t, r.stdout, "not lock nodes, not counted: locks\n")
+
+	sem := e.root + "/sem"
+	hold(sem + "/inner")
+	s, err := zklock.NewSemaphore(c, sem, 2)
+	require.NoError(t, err)
+	lease, err := s.Acquire(ctx(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, lease.Release()) })
+	r = e.run("inspect", sem)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, sem+": semaphore, 1 holder, 0 waiters")
+	assert.Contains(t, r.stdout, "not lock nodes, not counted: inner\n")
+}

@@ -24,8 +24,13 @@ subtree: one line per lock that has participants, with its path, recipe
 Selector's is a mutex's), number of holders and of waiters, how long its
 holder has held (the oldest holder's, from its node's creation time), and
 the holders' owners. A free lock whose empty node remains is not listed.
-A lock that cannot be read (an ACL refuses this session) is listed with
-the error, whatever the filters, and list exits 1 after the listing.
+The walk goes into every child that is not a lock's own node, below a
+semaphore too; a child named leases or locks is a semaphore's only if it
+holds a semaphore's lease or lock nodes (see 'zklock help inspect').
+A lock that cannot be read, or a node that cannot be listed (recipe
+unknown), as when an ACL refuses this session, is listed with the error,
+whatever the filters; the walk goes on around it, and list exits 1 after
+the listing.
 
   -waiting         list only the locks that have waiters
   -older-than D    list only the locks whose holder has held longer than D
@@ -93,7 +98,7 @@ func (f *listFlags) list(args []string, stdout io.Writer) error {
 		return err
 	}
 	if w.failed > 0 {
-		return fmt.Errorf("%s under %s could not be read", plural(w.failed, "lock"), root)
+		return fmt.Errorf("%s under %s could not be read", plural(w.failed, "path"), root)
 	}
 	return nil
 }
@@ -104,28 +109,36 @@ type walker struct {
 	common *common
 	keep   func(lockSummary) bool // whether a lock read is listed
 	locks  []lockSummary          // found so far, in depth-first order of sorted names
-	failed int                    // locks that could not be read
+	failed int                    // locks and paths that could not be read
 }
 
 // walk adds the locks at and under p. top says p is the prefix given,
-// whose absence is an error.
+// whose absence, or a failure to list it, is an error. Any other node
+// that cannot be listed is recorded as such and the walk goes on around
+// it; only a lost connection (or ctx's end) ends the walk.
 func (w *walker) walk(ctx context.Context, p string, top bool) error {
 	if p == "/zookeeper" || ctx.Err() != nil {
 		return ctx.Err()
 	}
-	children, _, err := w.c.Conn().Children(w.common.full(p))
+	in := &inspector{c: w.c, common: w.common, path: p}
+	l, _, err := in.list(false)
 	switch {
-	case errors.Is(err, zk.ErrNoNode) && top:
+	case err != nil && ((top && l == nil) || lost(err)):
+		return err
+	case err != nil && l == nil:
+		w.fail(p, recipeUnknown, err)
+		return nil
+	case !l.exists && top:
 		return noNode("no node %s", p)
-	case errors.Is(err, zk.ErrNoNode):
+	case !l.exists:
 		return nil // gone meanwhile
-	case err != nil:
-		return opError("list", p, err)
 	}
-	slices.Sort(children)
-	below := children
-	if recipe := detect(children); recipe == recipeMutex || recipe == recipeLatch || recipe == recipeRWLock || recipe == recipeSemaphore {
-		below = w.add(ctx, p, children)
+	// An err left here is a failure to list p's leases or locks node: p
+	// is then read as no Semaphore's, and the walk records the failure
+	// when it reaches that node.
+	below := l.children
+	if recipe := detect(l.children, l.sem != nil); isLock(recipe) {
+		below = w.add(ctx, in, l, recipe)
 	}
 	for _, ch := range below {
 		if err := w.walk(ctx, path.Join(p, ch), false); err != nil {
@@ -135,23 +148,34 @@ func (w *walker) walk(ctx context.Context, p string, top bool) error {
 	return nil
 }
 
-// add reads the lock at p, whose children are given, and records it if
-// it has participants and passes the filters (w.keep), or if it cannot be
-// read. It returns the children to walk further: those
-// that are not the lock's own nodes.
-func (w *walker) add(ctx context.Context, p string, children []string) []string {
-	in := &inspector{c: w.c, common: w.common, path: p}
-	v, err := in.view(ctx, children, true)
+// lost reports whether err says that the session or its connection is
+// gone, so that nothing more can be read.
+func lost(err error) bool {
+	return slices.ContainsFunc([]error{zk.ErrSessionExpired, zk.ErrNoServer, zk.ErrConnectionClosed, zk.ErrClosing,
+		zklock.ErrClosed, context.Canceled, context.DeadlineExceeded}, func(e error) bool { return errors.Is(err, e) })
+}
+
+// fail records that the node at p, where the walk found a lock of recipe
+// (unknown if p could not be listed), could not be read.
+func (w *walker) fail(p, recipe string, err error) {
+	w.failed++
+	w.locks = append(w.locks, lockSummary{Path: p, Recipe: recipe, Owners: []string{}, Error: err.Error()})
+}
+
+// add reads the lock of recipe at in.path, listed in l, and records it
+// if it has participants and passes the filters (w.keep), or if it cannot
+// be read. It returns the nodes to walk further, relative to the lock
+// path: those that are not the lock's own nodes (for a Semaphore, those
+// beside its leases and lock nodes too), read or, if the lock could not
+// be read, told by their names.
+func (w *walker) add(ctx context.Context, in *inspector, l *listing, recipe string) []string {
+	v, err := in.view(ctx, l)
 	if err != nil {
-		w.failed++
-		w.locks = append(w.locks, lockSummary{Path: p, Recipe: detect(children), Owners: []string{}, Error: err.Error()})
-		return nil
+		w.fail(in.path, recipe, err)
+		return l.beside(recipe)
 	}
 	if s := summary(v); len(v.Nodes) > 0 && w.keep(s) {
 		w.locks = append(w.locks, s)
-	}
-	if v.Recipe == recipeSemaphore {
-		return nil // its leases and locks nodes hold its own nodes only
 	}
 	return v.Others
 }

@@ -3,9 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"path"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
@@ -184,4 +189,213 @@ func TestListHelp(t *testing.T) {
 	assert.Contains(t, r.stdout, "(mutex, rwlock, semaphore or latch:")
 	assert.Contains(t, r.stdout, "-older-than D")
 	assert.Contains(t, r.stdout, "-waiting")
+}
+
+// row returns the lock at p among locks, failing the test if it is not
+// listed.
+func row(t *testing.T, locks []listJSON, p string) listJSON {
+	t.Helper()
+	for _, l := range locks {
+		if l.Path == p {
+			return l
+		}
+	}
+	t.Fatalf("%s not listed; listed: %v", p, locks)
+	return listJSON{}
+}
+
+// The review's first story: 'zklock exec /locks/billing -- sleep 30 &',
+// then 'zklock list /'. A node named locks is a path segment, not a
+// semaphore: list shows the held lock below it, and no error row for /.
+func TestListLocksPathSegment(t *testing.T) {
+	e := setup(t)
+	lock := "/locks/billing-" + strings.ToLower(unsafeChars.ReplaceAllString(t.Name(), "-"))
+	t.Cleanup(func() {
+		assert.NoError(t, e.deleteTree(lock))
+		if err := e.admin.Delete("/locks", -1); !errors.Is(err, zk.ErrNotEmpty) && !errors.Is(err, zk.ErrNoNode) {
+			assert.NoError(t, err)
+		}
+	})
+	p := e.start("exec", "-owner", "billing-host", lock, "--", "sleep", "30")
+	waitFor(t, "exec holds "+lock, func() bool { return len(e.children(lock)) == 1 })
+
+	got := e.listJSON("/")
+	for _, l := range got {
+		assert.Empty(t, l.Error, "%s: an error row", l.Path)
+	}
+	l := row(t, got, lock)
+	assert.Equal(t, "mutex", l.Recipe)
+	assert.Equal(t, 1, l.Holders)
+	assert.Equal(t, []string{"billing-host"}, l.Owners)
+	r := e.run("list", "/")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, lock+`\s+mutex\s+1\s+0\s`, r.stdout)
+	assert.NotContains(t, r.stdout, "error:")
+
+	p.signal(t, syscall.SIGTERM)
+	assert.Equal(t, 128+int(syscall.SIGTERM), p.wait(t), "stderr: %s", p.stderr)
+}
+
+// The review's second story: an empty node /app/locks does not make /app a
+// semaphore, nor hide /app/jobs/nightly, which is held.
+func TestListEmptyLocksNode(t *testing.T) {
+	e := setup(t)
+	app := e.root + "/app"
+	for _, p := range []string{app, app + "/locks"} {
+		_, err := e.admin.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+	}
+	m, err := zklock.NewMutex(e.client(zklock.WithNodeData([]byte("cron-1"))), app+"/jobs/nightly")
+	require.NoError(t, err)
+	h, err := m.Acquire(ctx(t))
+	require.NoError(t, err)
+
+	assert.Equal(t, []listJSON{{Path: app + "/jobs/nightly", Recipe: "mutex", Holders: 1, Owners: []string{"cron-1"}}},
+		ignoreAge(e.listJSON(app)))
+	r := e.run("list", app)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, app+`/jobs/nightly\s+mutex\s+1\s+0\s`, r.stdout)
+	assert.NotContains(t, r.stdout, "no locks")
+	require.NoError(t, m.Release(h))
+}
+
+// ignoreAge zeroes the ages of locks, for a comparison of the rest.
+func ignoreAge(locks []listJSON) []listJSON {
+	for i := range locks {
+		locks[i].AgeMS, locks[i].HeldSince = 0, nil
+	}
+	return locks
+}
+
+// A semaphore is known by its lease and lock nodes, not by a child's name:
+// a mutex whose path ends in leases, or in locks beside other lock paths,
+// is a mutex; a semaphore whose leases node is empty while an acquirer
+// queues on its internal lock is a semaphore; and the locks below a
+// semaphore's path, beside its leases and locks nodes or inside them, are
+// listed too.
+func TestListSemaphoreByItsNodes(t *testing.T) {
+	e := setup(t)
+	c := e.client(zklock.WithNodeData([]byte("o")))
+	hold := func(p string) {
+		m, err := zklock.NewMutex(c, p)
+		require.NoError(t, err)
+		h, err := m.Acquire(ctx(t))
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, m.Release(h)) })
+	}
+	hold(e.root + "/q/leases")       // a mutex named leases
+	hold(e.root + "/r/locks/a")      // locks, a path segment
+	hold(e.root + "/r/locks/b/c")    // ... at any depth
+	hold(e.root + "/sem/inner")      // a lock below a semaphore's path
+	hold(e.root + "/sem/locks/deep") // ... and inside its locks node
+	s, err := zklock.NewSemaphore(c, e.root+"/sem", 2)
+	require.NoError(t, err)
+	lease, err := s.Acquire(ctx(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, lease.Release()) })
+	// A semaphore whose leases are all returned, with an acquirer queued
+	// on its internal lock before it makes its lease.
+	idle := e.root + "/idle"
+	for _, p := range []string{idle, idle + "/leases", idle + "/locks"} {
+		_, err := e.admin.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+	}
+	acquirer, err := c.Conn().Create(idle+"/locks/_c_0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0-lock-", []byte("o"),
+		zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, c.Conn().Delete(acquirer, -1)) })
+
+	got := ignoreAge(e.listJSON(e.root))
+	one := []string{"o"}
+	assert.Equal(t, []listJSON{
+		{Path: e.root + "/idle", Recipe: "semaphore", Waiters: 1, Owners: []string{}},
+		{Path: e.root + "/q/leases", Recipe: "mutex", Holders: 1, Owners: one},
+		{Path: e.root + "/r/locks/a", Recipe: "mutex", Holders: 1, Owners: one},
+		{Path: e.root + "/r/locks/b/c", Recipe: "mutex", Holders: 1, Owners: one},
+		{Path: e.root + "/sem", Recipe: "semaphore", Holders: 1, Owners: one},
+		{Path: e.root + "/sem/inner", Recipe: "mutex", Holders: 1, Owners: one},
+		{Path: e.root + "/sem/locks/deep", Recipe: "mutex", Holders: 1, Owners: one},
+	}, got)
+}
+
+// ownerOnly returns a Client whose nodes at the paths secret picks carry
+// an ACL that only this Client's credentials pass, and the hold function
+// of a Mutex that releases at the test's end. The owner deletes dirs (the
+// secret nodes it made, deepest first) at the end, after the releases.
+func (e *env) ownerOnly(secret func(p string) bool, dirs ...string) (*zklock.Client, func(*zklock.Client, string)) {
+	t := e.t
+	acl := zk.DigestACL(zk.PermAll, "ops", "s3cret")
+	c := e.client(zklock.WithAuth("digest", []byte("ops:s3cret")), zklock.WithNodeData([]byte("o")),
+		zklock.WithACL(func(p string) []zk.ACL {
+			if secret(p) {
+				return acl
+			}
+			return zk.WorldACL(zk.PermAll)
+		}))
+	t.Cleanup(func() {
+		for _, d := range dirs {
+			if err := c.Conn().Delete(d, -1); !errors.Is(err, zk.ErrNoNode) { // a container the server reaped
+				assert.NoError(t, err, d)
+			}
+		}
+	})
+	return c, func(c *zklock.Client, p string) {
+		m, err := zklock.NewMutex(c, p)
+		require.NoError(t, err)
+		h, err := m.Acquire(ctx(t))
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, m.Release(h)) })
+	}
+}
+
+// A node that cannot be listed is listed with the error, and the walk
+// goes on to the other subtrees. A leases node that cannot be listed
+// is such a node: its parent is not read as a semaphore.
+func TestListUnreadableSubtree(t *testing.T) {
+	e := setup(t)
+	secret, leases := e.root+"/a/secret", e.root+"/c/sem/leases"
+	c, hold := e.ownerOnly(func(p string) bool { return p == secret || p == leases }, secret+"/m", secret, leases)
+	hold(c, secret+"/m")
+	s, err := zklock.NewSemaphore(c, e.root+"/c/sem", 1)
+	require.NoError(t, err)
+	lease, err := s.Acquire(ctx(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, lease.Release()) })
+	hold(e.client(), e.root+"/d/m")
+
+	r := e.run("list", "-json", e.root)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "zklock list: 2 paths under "+e.root+" could not be read", r.stdout)
+	var got []listJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+	assert.Equal(t, []string{secret, leases, e.root + "/d/m"}, paths(got))
+	for _, p := range []string{secret, leases} {
+		l := row(t, got, p)
+		assert.Equal(t, "unknown", l.Recipe)
+		assert.Equal(t, "list "+p+": zk: not authenticated (the node's ACL refuses this session: check -auth)", l.Error)
+	}
+	assert.Equal(t, 1, row(t, got, e.root+"/d/m").Holders)
+	r = e.run("list", e.root)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Regexp(t, secret+`\s+unknown\s+0\s+0\s+-\s+error: list `+secret+`: zk: not authenticated`, r.stdout)
+	assert.Regexp(t, e.root+`/d/m\s+mutex\s+1\s+0\s`, r.stdout)
+}
+
+// Below a lock whose nodes cannot be read, listed with the error, the
+// walk goes on to the locks below it.
+func TestListUnreadableLockGoesOn(t *testing.T) {
+	e := setup(t)
+	c, hold := e.ownerOnly(func(p string) bool { return path.Base(p) == "lock-" }) // the lock nodes
+	hold(c, e.root+"/m")
+	hold(e.client(zklock.WithNodeData([]byte("o"))), e.root+"/m/sub")
+
+	r := e.run("list", "-json", e.root)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "zklock list: 1 path under "+e.root+" could not be read", r.stdout)
+	var got []listJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+	assert.Equal(t, []string{e.root + "/m", e.root + "/m/sub"}, paths(got))
+	assert.Equal(t, "mutex", row(t, got, e.root+"/m").Recipe)
+	assert.Contains(t, row(t, got, e.root+"/m").Error, "zk: not authenticated")
+	assert.Equal(t, []string{"o"}, row(t, got, e.root+"/m/sub").Owners)
 }

@@ -31,8 +31,14 @@
 // ..latch-<seq>: an Election, Curator's LeaderLatch, whose holder is the
 // leader and whose owners are participant ids; the leader's id is shown
 // on a line of its own (leader: "node-1"), and in the JSON as "leader"),
-// "rwlock" (__READ__ and __WRIT__ nodes), "semaphore" (PATH/leases and
+// "rwlock" (__READ__ and __WRIT__ nodes), "semaphore" (lease nodes
+// ..lease-<seq> under PATH/leases, and acquirers, a mutex's nodes, under
 // PATH/locks), "none" (no participant: the lock is free) or "unknown". A
+// semaphore is known by what its leases node holds: a lease node; or
+// nothing, beside a PATH/locks that holds nothing but lock nodes (an idle
+// semaphore, or acquirers queued before any lease is made). A child named
+// leases or locks that holds anything else (a mutex named leases, the
+// parent of other lock paths) is a path like any other. A
 // Selector's layout is a mutex's, which inspect cannot tell apart: with
 // -selector, inspect reads a mutex layout as a Selector's, names the
 // recipe "selector", and shows its holder's owner (the participant id) as
@@ -151,17 +157,22 @@
 // holders' owners. A lock without participants (a free lock's empty
 // container) is not listed. -waiting lists only the locks that have
 // waiters, and -older-than D only those whose oldest holder has held
-// longer than D; a lock that cannot be read is listed whatever the
-// filters. With -json, list prints one JSON array of objects:
+// longer than D; a lock that cannot be read, or a node under PREFIX that
+// cannot be listed (recipe "unknown"), is listed with the error whatever
+// the filters, and the walk goes on around it: to the other subtrees, and
+// below a lock it cannot read, into the children not named as its nodes.
+// The walk goes into every child that is not a lock's own node: a lock's
+// path below another lock's, a semaphore's included, is listed too. With
+// -json, list prints one JSON array of objects:
 //
 //	{
 //	  "path": "/locks/job",
-//	  "recipe": "mutex",                  // mutex | latch | rwlock | semaphore
+//	  "recipe": "mutex",                  // mutex | latch | rwlock | semaphore (unknown: a node not listed)
 //	  "holders": 1, "waiters": 2,
 //	  "age_ms": 1520,                     // the oldest holder's age; 0 without a holder
 //	  "held_since": "2026-01-02T15:04:05.123Z", // its node's creation; omitted without a holder
 //	  "owners": ["10.0.0.7"],             // the holders' owners (node data), in queue order
-//	  "error": "..."                      // why the lock could not be read; omitted otherwise
+//	  "error": "..."                      // why the lock or node could not be read; omitted otherwise
 //	}
 //
 // # exec

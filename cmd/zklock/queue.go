@@ -74,19 +74,101 @@ type inspector struct {
 	selector bool   // read reads a mutex layout as a Selector's: see asSelector
 }
 
-// detect names the recipe whose layout children belong to.
-func detect(children []string) string {
+// A Semaphore's two nodes below its path, in Curator's
+// InterProcessSemaphoreV2 layout: its leases node, whose children are
+// lease nodes (..lease-<seq>), and its internal lock's path, whose
+// children are a mutex's lock nodes (..lock-<seq>), one per acquirer.
+const (
+	leasesNode = "leases"
+	locksNode  = "locks"
+	leaseMark  = "lease-"
+	lockMark   = "lock-"
+)
+
+// listing is what a read of a lock path finds: whether it exists, its
+// children, and, for a Semaphore's path, the children of its leases and
+// locks nodes.
+type listing struct {
+	exists   bool
+	children []string
+	sem      *semNodes // nil unless the path is a Semaphore's
+}
+
+// semNodes are the children of a Semaphore's leases and locks nodes.
+type semNodes struct {
+	leases, locks []string
+}
+
+// dir is a node's children, as listed, and whether it exists.
+type dir struct {
+	exists   bool
+	children []string
+}
+
+// semaphoreLayout reports whether leases and locks, a path's children of
+// those names, are a Semaphore's, from what they hold: the leases node
+// holds a lease node; or it is empty and a locks node holds nothing but a
+// mutex's lock nodes (an idle semaphore, or one whose acquirers queue
+// before any lease is made). A node named leases or locks that holds
+// anything else, or a locks node without a leases node beside it, is a
+// path segment like any other: a mutex named leases, the parent of
+// ordinary lock paths.
+func semaphoreLayout(leases, locks dir) bool {
+	switch {
+	case !leases.exists:
+		return false
+	case slices.ContainsFunc(leases.children, func(n string) bool { return isLockNode(n, leaseMark) }):
+		return true
+	case len(leases.children) > 0 || !locks.exists:
+		return false
+	}
+	return !slices.ContainsFunc(locks.children, func(n string) bool { return !isLockNode(n, lockMark) })
+}
+
+// list lists the lock path's children, and if it has a leases node the
+// children of its leases and locks nodes, to tell whether it is a
+// Semaphore's (see semaphoreLayout). With watch, it sets a watch on each
+// listing (or on the creation of a node that does not exist). If the
+// leases or locks node cannot be listed, list returns the error with
+// the path's listing, read as no Semaphore's.
+func (in *inspector) list(watch bool) (*listing, []<-chan zk.Event, error) {
+	children, exists, chans, err := in.children(in.path, watch)
+	if err != nil {
+		return nil, nil, err
+	}
+	l := &listing{exists: exists, children: slices.Sorted(slices.Values(children))}
+	if !slices.Contains(children, leasesNode) {
+		return l, chans, nil
+	}
+	var dirs [2]dir
+	for i, sub := range []string{leasesNode, locksNode} {
+		names, ok, more, err := in.children(path.Join(in.path, sub), watch)
+		if err != nil {
+			return l, nil, err
+		}
+		dirs[i] = dir{ok, names}
+		chans = append(chans, more...)
+	}
+	if semaphoreLayout(dirs[0], dirs[1]) {
+		l.sem = &semNodes{leases: dirs[0].children, locks: dirs[1].children}
+	}
+	return l, chans, nil
+}
+
+// detect names the recipe whose layout children, a lock path's, belong
+// to; semaphore says that the path is a Semaphore's (see list).
+func detect(children []string, semaphore bool) string {
 	has := func(sub string) bool {
 		return slices.ContainsFunc(children, func(ch string) bool { return strings.Contains(ch, sub) })
 	}
 	switch {
+	case semaphore:
+		return recipeSemaphore
 	case len(children) == 0:
 		return recipeNone
-	case slices.Contains(children, "leases") || slices.Contains(children, "locks"):
-		return recipeSemaphore
 	case has(layout.ReadLockName) || has(layout.WriteLockName):
 		return recipeRWLock
-	case has("lock-"):
+	case has(lockMark):
 		return recipeMutex
 	case has("latch-"):
 		return recipeLatch
@@ -94,28 +176,56 @@ func detect(children []string) string {
 	return recipeUnknown
 }
 
-// view reads the lock's queue once, from children, the lock path's
-// children as listed by the caller (so that a watch set on them misses no
-// later change): a node read each, and for a semaphore a listing of its
-// leases and of its acquirers.
-func (in *inspector) view(ctx context.Context, children []string, exists bool) (*queueView, error) {
-	v := &queueView{Path: in.path, Recipe: recipeNone, Exists: exists, Nodes: []nodeView{}}
-	if !exists {
+// isLock reports whether recipe is one of a lock (list's recipes).
+func isLock(recipe string) bool {
+	return recipe == recipeMutex || recipe == recipeLatch || recipe == recipeRWLock || recipe == recipeSemaphore
+}
+
+// beside returns the nodes l lists that are not named as the nodes of
+// the lock, whose recipe is given, as paths relative to the lock path:
+// where a walk goes on below a lock that could not be read.
+func (l *listing) beside(recipe string) []string {
+	if l.sem == nil {
+		marks := map[string][]string{recipeMutex: {lockMark}, recipeLatch: {"latch-"},
+			recipeRWLock: {layout.ReadLockName, layout.WriteLockName}}[recipe]
+		return slices.DeleteFunc(slices.Clone(l.children), func(n string) bool { return isLockNode(n, marks...) })
+	}
+	out := slices.DeleteFunc(slices.Clone(l.children), func(n string) bool { return n == leasesNode || n == locksNode })
+	for _, sub := range []struct {
+		dir, mark string
+		names     []string
+	}{{leasesNode, leaseMark, l.sem.leases}, {locksNode, lockMark, l.sem.locks}} {
+		for _, n := range sub.names {
+			if !isLockNode(n, sub.mark) {
+				out = append(out, sub.dir+"/"+n)
+			}
+		}
+	}
+	return out
+}
+
+// view reads the lock's queue once, from l, the lock path as listed by
+// the caller (so that a watch set on it misses no later change): a node
+// read each, and for a semaphore a listing of its leases and of its
+// acquirers.
+func (in *inspector) view(ctx context.Context, l *listing) (*queueView, error) {
+	v := &queueView{Path: in.path, Recipe: recipeNone, Exists: l.exists, Nodes: []nodeView{}}
+	if !l.exists {
 		return v, nil
 	}
-	v.Recipe = detect(children)
-	children = slices.Sorted(slices.Values(children))
+	v.Recipe = detect(l.children, l.sem != nil)
+	children := l.children
 	var err error
 	switch v.Recipe {
 	case recipeMutex:
-		err = in.firstHolds(v, children, "lock-", "lock")
+		err = in.firstHolds(v, children, lockMark, "lock")
 	case recipeLatch:
 		err = in.firstHolds(v, children, "latch-", "latch")
 		setLeader(v)
 	case recipeRWLock:
 		err = in.rwlock(v, children)
 	case recipeSemaphore:
-		err = in.semaphore(ctx, v)
+		err = in.semaphore(ctx, v, children)
 	case recipeUnknown:
 		err = in.unknown(ctx, v, children)
 	}
@@ -134,7 +244,7 @@ func (v *queueView) count() {
 		switch {
 		case n.Role == roleHolder:
 			v.Holders++
-		case n.Role == roleWaiter && (v.Recipe != recipeSemaphore || n.Queue == "locks"):
+		case n.Role == roleWaiter && (v.Recipe != recipeSemaphore || n.Queue == locksNode):
 			v.Waiters++
 		}
 	}
@@ -146,9 +256,7 @@ func (v *queueView) count() {
 // are in queue order: by order.SortKey, with marks[0] as the lock name.
 func lockNodes(names []string, order zklock.Driver, marks ...string) (nodes, others []string) {
 	for _, name := range names {
-		isLock := len(name) > seqLen && strings.Trim(name[len(name)-seqLen:], "0123456789") == "" &&
-			slices.ContainsFunc(marks, func(m string) bool { return strings.Contains(name, m) })
-		if isLock {
+		if isLockNode(name, marks...) {
 			nodes = append(nodes, name)
 		} else {
 			others = append(others, name)
@@ -165,6 +273,13 @@ func lockNodes(names []string, order zklock.Driver, marks ...string) (nodes, oth
 
 // seqLen is the length of a sequential node's sequence number.
 const seqLen = 10
+
+// isLockNode reports whether name is a lock node's: it contains one of
+// marks and ends with a sequence number.
+func isLockNode(name string, marks ...string) bool {
+	return len(name) > seqLen && strings.Trim(name[len(name)-seqLen:], "0123456789") == "" &&
+		slices.ContainsFunc(marks, func(m string) bool { return strings.Contains(name, m) })
+}
 
 // firstHolds fills v with the queue of a recipe whose first node holds,
 // from the lock path's children: a Mutex's (and a Selector's, its layout;
@@ -264,10 +379,17 @@ func markDowngrades(v *queueView) {
 }
 
 // semaphore fills v with a Semaphore's leases and its acquirers, queued on
-// its internal lock. Its number of leases is not stored, so every lease
-// holds, except those its internal lock's holder created after taking it:
-// that acquirer is still waiting for them to be granted.
-func (in *inspector) semaphore(ctx context.Context, v *queueView) error {
+// its internal lock, from the path's children. Its number of leases is
+// not stored, so every lease holds, except those its internal lock's
+// holder created after taking it: that acquirer is still waiting for them
+// to be granted. The path's other children (another lock's path below it)
+// are not lock nodes.
+func (in *inspector) semaphore(ctx context.Context, v *queueView, children []string) error {
+	for _, ch := range children {
+		if ch != leasesNode && ch != locksNode {
+			v.Others = append(v.Others, ch)
+		}
+	}
 	s, err := zklock.NewSemaphore(in.c, in.path, 1)
 	if err != nil {
 		return err
@@ -276,7 +398,7 @@ func (in *inspector) semaphore(ctx context.Context, v *queueView) error {
 	if err != nil {
 		return err
 	}
-	m, err := zklock.NewMutex(in.c, path.Join(in.path, "locks"))
+	m, err := zklock.NewMutex(in.c, path.Join(in.path, locksNode))
 	if err != nil {
 		return err
 	}
@@ -285,7 +407,7 @@ func (in *inspector) semaphore(ctx context.Context, v *queueView) error {
 		return err
 	}
 	for _, name := range acquirers {
-		if err := in.add(v, "locks", "acquirer", name, roleWaiter); err != nil {
+		if err := in.add(v, locksNode, "acquirer", name, roleWaiter); err != nil {
 			return err
 		}
 	}
@@ -295,7 +417,7 @@ func (in *inspector) semaphore(ctx context.Context, v *queueView) error {
 	}
 	var lv queueView
 	for _, name := range leases {
-		if err := in.add(&lv, "leases", "lease", name, roleHolder); err != nil {
+		if err := in.add(&lv, leasesNode, "lease", name, roleHolder); err != nil {
 			return err
 		}
 	}
@@ -305,6 +427,7 @@ func (in *inspector) semaphore(ctx context.Context, v *queueView) error {
 		}
 	}
 	v.Nodes = append(lv.Nodes, v.Nodes...)
+	v.Others = append(v.Others, lv.Others...)
 	return nil
 }
 

@@ -8,19 +8,71 @@ import (
 
 func TestDetectRecipe(t *testing.T) {
 	for _, tc := range []struct {
-		children []string
-		want     string
+		children  []string
+		semaphore bool
+		want      string
 	}{
-		{nil, recipeNone},
-		{[]string{"_c_a-lock-0000000001", "_c_b-lock-0000000000"}, recipeMutex},
-		{[]string{"_c_a-__READ__0000000000", "_c_b-__WRIT__0000000001"}, recipeRWLock},
-		{[]string{"_c_a-__WRIT__0000000000"}, recipeRWLock},
-		{[]string{"leases", "locks"}, recipeSemaphore},
-		{[]string{"leases"}, recipeSemaphore},
-		{[]string{"config", "data"}, recipeUnknown},
+		{nil, false, recipeNone},
+		{[]string{"_c_a-lock-0000000001", "_c_b-lock-0000000000"}, false, recipeMutex},
+		{[]string{"_c_a-__READ__0000000000", "_c_b-__WRIT__0000000001"}, false, recipeRWLock},
+		{[]string{"_c_a-__WRIT__0000000000"}, false, recipeRWLock},
+		{[]string{"leases", "locks"}, true, recipeSemaphore},
+		{[]string{"leases", "locks"}, false, recipeUnknown}, // their names alone say nothing
+		{[]string{"locks"}, false, recipeUnknown},
+		{[]string{"_c_a-lock-0000000001", "locks"}, false, recipeMutex},
+		{[]string{"config", "data"}, false, recipeUnknown},
 	} {
-		assert.Equal(t, tc.want, detect(tc.children), "%v", tc.children)
+		assert.Equal(t, tc.want, detect(tc.children, tc.semaphore), "%v, %v", tc.children, tc.semaphore)
 	}
+}
+
+// A Semaphore is known by the nodes its leases and locks nodes hold.
+func TestSemaphoreLayout(t *testing.T) {
+	const (
+		lease  = "_c_d4fe49f7-3953-4e8e-ad7b-03bdb58fe36c-lease-0000000000"
+		lock   = "_c_8b9cfe55-fd2b-48a3-9e82-72672e13b674-lock-0000000001"
+		bare   = "lease-0000000003"
+		noSeq  = "_c_d4fe49f7-lease-"
+		subdir = "billing"
+	)
+	none, empty := dir{}, dir{exists: true}
+	has := func(names ...string) dir { return dir{true, names} }
+	for _, tc := range []struct {
+		name          string
+		leases, locks dir
+		want          bool
+	}{
+		{"leases held", has(lease), none, true},
+		{"leases held, acquirer queued", has(lease, lease), has(lock), true},
+		{"a lease without protection", has(bare), empty, true},
+		{"a lease beside a lock path", has(subdir, lease), has(subdir), true},
+		{"leases empty, acquirer queued", empty, has(lock), true},
+		{"idle", empty, empty, true},
+		{"no leases node", none, has(lock), false},
+		{"no node at all", none, none, false},
+		{"empty leases node alone", empty, none, false},
+		{"a mutex named leases", has(lock), none, false},
+		{"a mutex named leases beside locks", has(lock), empty, false},
+		{"lock paths under locks", empty, has(subdir), false},
+		{"lock paths under leases", has(subdir), has(lock), false},
+		{"a name without a sequence", has(noSeq), none, false},
+	} {
+		assert.Equal(t, tc.want, semaphoreLayout(tc.leases, tc.locks), tc.name)
+	}
+}
+
+// A lock that could not be read is walked below through the nodes not
+// named as its own.
+func TestListingBeside(t *testing.T) {
+	l := &listing{children: []string{"_c_a-lock-0000000001", "lock-dir", "sub"}}
+	assert.Equal(t, []string{"lock-dir", "sub"}, l.beside(recipeMutex))
+	l = &listing{children: []string{"_c_a-__READ__0000000001", "_c_a-__WRIT__0000000002", "sub"}}
+	assert.Equal(t, []string{"sub"}, l.beside(recipeRWLock))
+	l = &listing{children: []string{"inner", "leases", "locks"}, sem: &semNodes{
+		leases: []string{"_c_a-lease-0000000001", "deep"},
+		locks:  []string{"_c_b-lock-0000000002", "x"},
+	}}
+	assert.Equal(t, []string{"inner", "leases/deep", "locks/x"}, l.beside(recipeSemaphore))
 }
 
 func TestRoleOf(t *testing.T) {

@@ -130,17 +130,16 @@ func (f *revokeFlags) awaitRelease(c *zklock.Client, p string, stdout io.Writer)
 // refused: its leases are not revocable (neither zklock's Semaphore nor
 // Curator's InterProcessSemaphoreV2 listens for revocation).
 func findNode(c *zklock.Client, f *common, lock, node string) (string, error) {
-	children, _, err := c.Conn().Children(f.full(lock))
-	if errors.Is(err, zk.ErrNoNode) {
+	l, _, err := (&inspector{c: c, common: f, path: lock}).list(false)
+	switch {
+	case err != nil:
+		return "", err
+	case !l.exists:
 		return "", noNode("lock path %s does not exist", lock)
-	}
-	if err != nil {
-		return "", opError("list", lock, err)
-	}
-	if detect(children) == recipeSemaphore {
+	case l.sem != nil:
 		return "", fmt.Errorf("node %s under %s: %s is a semaphore: semaphore leases cannot be revoked", node, lock, lock)
 	}
-	return matchNode(lock, node, children)
+	return matchNode(lock, node, l.children)
 }
 
 // matchNode picks node among rels, the paths of a lock's nodes relative to

@@ -158,3 +158,33 @@ func TestRevokeReplacesOwner(t *testing.T) {
 	assert.Contains(t, r.stdout, "deleted "+node+" (session "+session(c)+", owner (revoked), age ")
 	lostHold(t, h)
 }
+
+// A lock path with another lock's path named locks below it is no
+// semaphore: revoke asks its holder, and break -holder breaks it.
+func TestRevokeBesideLocksChild(t *testing.T) {
+	e := setup(t)
+	m, h := e.revocable()
+	inner, err := zklock.NewMutex(e.client(), e.path+"/locks/x")
+	require.NoError(t, err)
+	hi, err := inner.Acquire(ctx(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, inner.Release(hi)) })
+
+	r := e.run("revoke", e.path, path.Base(m.LockPath(h)))
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "revocation requested: "+m.LockPath(h))
+	released(t, h)
+
+	top, err := zklock.NewMutex(e.client(), e.path)
+	require.NoError(t, err)
+	ht, err := top.Acquire(ctx(t))
+	require.NoError(t, err)
+	r = e.run("break", "-force", "-holder", e.path)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "deleted "+top.LockPath(ht))
+	select {
+	case <-ht.Done():
+	case <-time.After(waitTimeout):
+		t.Fatalf("the hold outlived its broken node for %v", waitTimeout)
+	}
+}
