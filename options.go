@@ -142,9 +142,12 @@ func WithNamespace(ns string) Option {
 }
 
 // WithACL sets the ACL of every node the library creates, lock nodes and
-// their parents alike. fn receives the full ZooKeeper path of the node (for
-// a sequential node, the path before the sequence suffix) and must return a
-// non-empty ACL. The default is world:anyone with all permissions.
+// their parents alike, and the nodes of [Client.EnsurePath]. fn receives
+// the full ZooKeeper path of the node; for a lock or lease node, the path
+// as created, before ZooKeeper adds the sequence suffix and without
+// Curator's protection prefix (such as "/ns/locks/job/lock-"), so that
+// one path stands for all of a lock's nodes. It must return a non-empty
+// ACL. The default is world:anyone with all permissions.
 func WithACL(fn func(path string) []zk.ACL) Option {
 	return func(o *options) {
 		if fn == nil {
