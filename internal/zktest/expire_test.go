@@ -221,6 +221,27 @@ func TestFaultsExpireCutOrFailed(t *testing.T) {
 	expectFramesThenEOF(t, client, nil)
 }
 
+// A client that closes its connection while the proxy holds it for an
+// expiry that fails has its close passed on to the server, so that the
+// connection ends.
+func TestFaultsExpireFailedClientGone(t *testing.T) {
+	t.Parallel()
+	srv := newSessionServer(t)
+	f := NewFaultsT(t, []string{srv.ln.Addr().String()})
+	client, server := connected(t, f, srv)
+	failed := errors.New("the session has already expired")
+	err := f.expire(context.Background(), f.Session(), func(context.Context, Session) error {
+		client.Close()
+		expectFramesThenEOF(t, server, nil) // the server sees the close
+		return failed
+	})
+	if !errors.Is(err, failed) {
+		t.Fatalf("expire = %v, want %v", err, failed)
+	}
+	server.Close()
+	waitConns(t, f.Proxy(0), 0)
+}
+
 // While the proxy is paused, the event and the close wait for Resume,
 // after what the pause held.
 func TestFaultsExpireWhilePaused(t *testing.T) {

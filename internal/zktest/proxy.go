@@ -225,12 +225,20 @@ func (p *Proxy) closeConn(pc *proxyConn) {
 
 // endUp ends pc once its client-to-server pipe has stopped: it closes
 // both sides, unless an expiry holds pc's client open to tell it that
-// its session expired; the other pipe then closes pc once it has.
+// its session expired. Then it only passes the end on to the server,
+// whose close ends the other pipe, which closes pc once it has told the
+// client.
 func (p *Proxy) endUp(pc *proxyConn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if pc.expiry == nil || pc.ctx.Err() != nil {
 		p.closeConnLocked(pc)
+		return
+	}
+	if cw, ok := pc.upstream.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	} else {
+		pc.upstream.Close()
 	}
 }
 
