@@ -480,7 +480,9 @@ func (f *Faults) Session() Session { return f.sessions.get() }
 // the servers are asked to end the session until they have (ZooKeeper
 // closes the session's connection as soon as another attaches to the
 // session), then passes on what the server sent before it closed the
-// connection, and the event at the end. The event is not sent (the
+// connection, and the event at the end (a server that keeps the
+// connection open is read from for no more than expiryDrain, two
+// seconds, after the session ended). The event is not sent (the
 // connection just closes) when the client has not had its connect
 // response, when a frame the server sent was cut short (one started and
 // never finished cannot be finished by the proxy), when the connection
