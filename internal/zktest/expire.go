@@ -229,12 +229,14 @@ func (f *Faults) expire(ctx context.Context, s Session, end func(context.Context
 }
 
 // holdClients makes e hold the client's side of p's open connections of
-// session sid open until e's outcome is known.
+// session sid open until e's outcome is known. A connection held by an
+// earlier expiry stays with it: of two at once, the first ends the
+// session and tells the client, and the other fails.
 func (p *Proxy) holdClients(sid int64, e *expiry) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for pc := range p.conns {
-		if pc.sid == sid && pc.ctx.Err() == nil {
+		if pc.sid == sid && pc.expiry == nil && pc.ctx.Err() == nil {
 			pc.expiry = e
 		}
 	}

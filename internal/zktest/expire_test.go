@@ -242,6 +242,27 @@ func TestFaultsExpireFailedClientGone(t *testing.T) {
 	waitConns(t, f.Proxy(0), 0)
 }
 
+// Of two expiries at once, the first tells the client, although the
+// second fails and ends first.
+func TestFaultsExpireTwiceAtOnce(t *testing.T) {
+	t.Parallel()
+	srv := newSessionServer(t)
+	f := NewFaultsT(t, []string{srv.ln.Addr().String()})
+	client, server := connected(t, f, srv)
+	failed := errors.New("the session has already expired")
+	err := f.expire(context.Background(), f.Session(), func(ctx context.Context, s Session) error {
+		if err := f.expire(ctx, s, func(context.Context, Session) error { return failed }); !errors.Is(err, failed) {
+			t.Fatalf("second expire = %v, want %v", err, failed)
+		}
+		server.Close()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectFramesThenEOF(t, client, expiredEvent)
+}
+
 // While the proxy is paused, the event and the close wait for Resume,
 // after what the pause held.
 func TestFaultsExpireWhilePaused(t *testing.T) {
