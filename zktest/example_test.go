@@ -46,9 +46,9 @@ func ExampleStart() {
 }
 
 // A fault on one client's connection, outside a test: the Link's
-// ExpireSession ends the client's session on the spot, as Curator's
-// KillSession does, and the hold it had is lost. In a test, NewLink
-// gives the Link and closes it.
+// ExpireSession ends the client's session on the spot and tells the
+// client so, as Curator's KillSession does, and the hold it had is lost
+// with its session. In a test, NewLink gives the Link and closes it.
 func ExampleOpenLink() {
 	ctx := context.Background()
 	cluster, err := zktest.Start(ctx, zktest.Config{})
@@ -86,8 +86,10 @@ func ExampleOpenLink() {
 	}
 	<-hold.Done()
 	fmt.Println("lost:", errors.Is(hold.Err(), zklock.ErrLockLost))
+	fmt.Println(hold.Err())
 	fmt.Println("release says so too:", errors.Is(hold.Release(), zklock.ErrLockLost))
 	// Output:
 	// lost: true
+	// zklock: lock /example/job: lock lost: session lost
 	// release says so too: true
 }

@@ -100,12 +100,30 @@ func (l *Link) SetDelay(d time.Duration) { l.f.SetDelay(d) }
 // ExpireSession expires, now, the session of the client's latest
 // connection through the Link, as Curator's KillSession does: it attaches
 // to the session from a connection of its own (with the id and password
-// the server handed the client, which the Link saw) and closes it. The
-// servers delete the session's ephemeral nodes at once; the client's
-// connection is closed, and it learns on reconnecting that its session
-// expired (zklock reports StateLost, then StateReconnected with a new
-// session). It returns an error if no session was granted through the
-// Link yet, or if the session had already ended.
+// the server handed the client, which the Link saw) and closes it, and
+// the servers delete the session's ephemeral nodes at once. Then, as
+// KillSession does (ZooKeeper's injectSessionExpiration), the client is
+// told first: after what the server had sent it, the Link hands the
+// client a session event of state Expired, as a server would send one,
+// and only then closes its connection. A go-zookeeper client gets that
+// event (zk.EventSession, zk.StateExpired) on its event channel and
+// callback with no zk.StateDisconnected before it; zklock reports
+// StateLost, with no StateSuspended before it, and ends the holds with
+// an error wrapping ErrLockLost that says the session was lost (an
+// Observer sees CauseSession), under either ErrorPolicy. The client then
+// reconnects, hears from the server that its session expired
+// (go-zookeeper reports StateExpired again), and gets a new session
+// (zklock reports StateReconnected).
+//
+// The client is not told, and sees only its connection close, as it
+// would without the Link, when the Link is cut or closed meanwhile, or
+// when a reply the server had begun was cut short (the Link cannot
+// finish it); it then learns that its session expired on reconnecting.
+// While the Link is paused, the event and the close wait for Resume.
+// ExpireSession returns once the servers have ended the session; the
+// client is told right after. It returns an error if no session was
+// granted through the Link yet, or if the session had already ended; the
+// client is then told nothing.
 func (l *Link) ExpireSession(ctx context.Context) error {
 	if ctx == nil {
 		return errors.New("zktest: expire session: nil context")

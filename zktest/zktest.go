@@ -44,8 +44,12 @@
 // [Link.Pause] makes it silent (the client's reads time out, and a pause
 // longer than the session timeout expires the session on the servers),
 // [Link.Resume] ends a pause; [Link.Blackhole] swallows the traffic until
-// [Link.Restore]; [Link.SetDelay] adds latency; and [Link.ExpireSession] expires the
-// client's session on the spot, as Curator's KillSession does.
+// [Link.Restore]; [Link.SetDelay] adds latency; and [Link.ExpireSession]
+// expires the client's session on the spot and tells the client so
+// before its connection closes, as Curator's KillSession does: a
+// go-zookeeper client gets zk.StateExpired with no disconnection before
+// it, and zklock reports the session lost (StateLost, and holds lost
+// with CauseSession) under either ErrorPolicy.
 //
 // The package imports only go-zookeeper and the standard library.
 package zktest

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +162,56 @@ func TestLinkExpireSession(t *testing.T) {
 	assert.NotEqual(t, old, l.c.Conn().SessionID(), "a new session")
 	assert.Less(t, time.Since(start), 5*time.Second, "at once, not after a session timeout (the default is 30s)")
 	assert.NoError(t, l.link.ExpireSession(ctx), "the new session can be expired too")
+}
+
+// A bare go-zookeeper connection through the Link is told first that its
+// session expired, on its event channel, with no disconnection before,
+// as Curator's KillSession tells a Java client; then its connection
+// closes, it reconnects, hears StateExpired from the server, and gets a
+// new session. Its ephemeral node is gone.
+func TestLinkExpireSessionBareConn(t *testing.T) {
+	t.Parallel()
+	cluster := zktest.Shared(t)
+	root := cluster.Root(t)
+	link := zktest.NewLink(t, cluster)
+	conn, events, err := zk.Connect(cluster.Servers(), 10*time.Second, zk.WithDialer(link.Dial), zk.WithLogger(quiet{}))
+	require.NoError(t, err)
+	defer conn.Close()
+	nextSessionEvent(t, events, zk.StateHasSession)
+	node, err := conn.Create(root+"/ephemeral", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	old := conn.SessionID()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, link.ExpireSession(ctx))
+	ev := nextSessionEvent(t, events)
+	assert.Equal(t, zk.Event{Type: zk.EventSession, State: zk.StateExpired}, ev, "told first, before any disconnection")
+	nextSessionEvent(t, events, zk.StateDisconnected)
+	nextSessionEvent(t, events, zk.StateExpired) // the server's word, on reconnecting
+	nextSessionEvent(t, events, zk.StateHasSession)
+	assert.NotEqual(t, old, conn.SessionID(), "a new session")
+	ok, _, err := conn.Exists(node)
+	require.NoError(t, err)
+	assert.False(t, ok, "the expired session's node is gone")
+}
+
+// nextSessionEvent returns the next session event from events, skipping
+// those of other states if states are given, or fails the test.
+func nextSessionEvent(t *testing.T, events <-chan zk.Event, states ...zk.State) zk.Event {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.Type == zk.EventSession && (len(states) == 0 || slices.Contains(states, ev.State)) {
+				return ev
+			}
+		case <-deadline:
+			t.Fatalf("no session event %v within 10s", states)
+			return zk.Event{}
+		}
+	}
 }
 
 // SetDelay adds latency: a round trip through the Link takes at least

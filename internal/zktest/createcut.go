@@ -223,16 +223,16 @@ func (p *Proxy) filterDown(pc *proxyConn, b []byte) ([]byte, bool) {
 	if sess, ok := pc.hi.add(b); ok {
 		sess.Server = p.target
 		p.sessions.set(sess)
+		p.mu.Lock()
+		pc.sid = sess.ID
+		p.mu.Unlock()
 	}
 	s := &pc.down
 	cut := pc.cut.Load()
 	if cut == nil {
 		// The create's reply cannot be in b: b was read before the
 		// create was forwarded, which happens after the claim.
-		for off := 0; off < len(b) && !s.broken; {
-			n, _ := s.advance(b[off:])
-			off += n
-		}
+		s.skim(b)
 		s.sent = s.n
 		return b, false
 	}
@@ -312,6 +312,20 @@ func (s *frameScanner) advance(b []byte) (int, bool) {
 	s.complete = true
 	s.frames++
 	return n, true
+}
+
+// skim advances over all of b.
+func (s *frameScanner) skim(b []byte) {
+	for off := 0; off < len(b) && !s.broken; {
+		n, _ := s.advance(b[off:])
+		off += n
+	}
+}
+
+// atBoundary reports whether the bytes scanned so far end where a frame
+// ends (or before the first), so that a whole frame may follow them.
+func (s *frameScanner) atBoundary() bool {
+	return !s.broken && (s.n == 0 || s.complete && s.body == 0)
 }
 
 // word returns the big-endian int32 at offset off of the head.

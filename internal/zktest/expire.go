@@ -1,6 +1,7 @@
 package zktest
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -91,10 +92,12 @@ func (l *sessionLog) get() Session {
 // ExpireSession ends session s on the servers, as Curator's KillSession
 // does: it attaches to the session from a connection of its own to
 // s.Server, with the session's id and password, and closes it there. The
-// servers then delete the session's ephemeral nodes at once, and its
-// client learns that the session expired when it next reaches a server
-// (ZooKeeper closes the client's connection to the session's server when
-// another connection attaches to the session).
+// servers then delete the session's ephemeral nodes at once. ZooKeeper
+// closes the client's connection to the session's server when another
+// connection attaches to the session, so its client sees a disconnection
+// first, and learns that the session expired only when it next reaches
+// a server; [Faults.ExpireSession] tells the client of the expiry first,
+// as KillSession does.
 func ExpireSession(ctx context.Context, s Session) error {
 	if s.ID == 0 {
 		return errors.New("zktest: expire session: no session seen yet")
@@ -170,4 +173,112 @@ func readFrame(r io.Reader) ([]byte, error) {
 	b := make([]byte, l)
 	_, err := io.ReadFull(r, b)
 	return b, err
+}
+
+// expiryDrain bounds how long, once a session has been ended, a proxied
+// connection of it waits for its server to close it (ZooKeeper does at
+// once) before the proxy stops reading from the server and tells the
+// client.
+const expiryDrain = 2 * time.Second
+
+// expiry is one Faults.ExpireSession under way. The proxied connections
+// of the session it ends hold their client's side open until its outcome
+// is known, so that the client can be told of the expiry before its
+// connection closes.
+type expiry struct {
+	done    chan struct{} // closed once the session has been ended, or failed to be
+	expired bool          // the session was ended; written before done is closed
+}
+
+// expiredEvent is the frame a proxy injects to tell its client that its
+// session expired, as a server sends a watcher notification (see
+// ZooKeeper's zookeeper.jute): a ReplyHeader (xid -1, a notification;
+// zxid -1, as servers give notifications; err 0), then a WatcherEvent
+// (type -1, None: a session event, go-zookeeper's zk.EventSession; state
+// -112, Expired, zk.StateExpired; path "", not null, which go-zookeeper
+// cannot read).
+var expiredEvent = func() []byte {
+	var b bytes.Buffer
+	binary.Write(&b, binary.BigEndian, struct {
+		Length, Xid int32
+		Zxid        int64
+		Err         int32
+		Type, State int32
+		PathLength  int32
+	}{Length: 4 + 8 + 4 + 4 + 4 + 4, Xid: -1, Zxid: -1, Type: -1, State: -112})
+	return b.Bytes()
+}()
+
+// expire ends s with end (ExpireSession, or a test's stand-in) and tells
+// the session's connections through f's proxies that it expired (see
+// Faults.ExpireSession).
+func (f *Faults) expire(ctx context.Context, s Session, end func(context.Context, Session) error) error {
+	e := &expiry{done: make(chan struct{})}
+	if s.ID != 0 {
+		for _, p := range f.proxies {
+			p.holdClients(s.ID, e)
+		}
+	}
+	err := end(ctx, s)
+	e.expired = err == nil
+	close(e.done)
+	for _, p := range f.proxies {
+		p.settle(e)
+	}
+	return err
+}
+
+// holdClients makes e hold the client's side of p's open connections of
+// session sid open until e's outcome is known. A connection held by an
+// earlier expiry stays with it: of two at once, the first ends the
+// session and tells the client, and the other fails.
+func (p *Proxy) holdClients(sid int64, e *expiry) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for pc := range p.conns {
+		if pc.sid == sid && pc.expiry == nil && pc.ctx.Err() == nil {
+			pc.expiry = e
+		}
+	}
+}
+
+// settle acts on the outcome of e, now known, on the connections it
+// holds: if the session was ended, each is to be told once its server has
+// closed it (which expiryDrain bounds); if not, the hold ends.
+func (p *Proxy) settle(e *expiry) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for pc := range p.conns {
+		switch {
+		case pc.expiry != e:
+		case !e.expired:
+			pc.expiry = nil
+		case pc.upstream != nil:
+			pc.upstream.SetReadDeadline(time.Now().Add(expiryDrain))
+		}
+	}
+}
+
+// tellExpiry runs once pc's server-to-client pipe has forwarded all the
+// server sent: if an expiry holds pc, it waits for its outcome and, if
+// the session was ended, writes expiredEvent to pc's client, provided
+// what was written to it ends at a frame boundary after the connect
+// response. It tells nothing if pc is cut or closed meanwhile. While the
+// proxy is paused, the event waits for Resume.
+func (p *Proxy) tellExpiry(pc *proxyConn) {
+	p.mu.Lock()
+	e := pc.expiry
+	p.mu.Unlock()
+	if e == nil {
+		return
+	}
+	select {
+	case <-e.done:
+	case <-pc.ctx.Done():
+		return
+	}
+	if !e.expired || pc.wrote.frames == 0 || !pc.wrote.atBoundary() || !p.waitResumed(pc) {
+		return
+	}
+	pc.client.Write(expiredEvent) // an error: the client is gone, and is told nothing
 }

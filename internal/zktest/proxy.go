@@ -25,7 +25,7 @@ type Proxy struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the accept loop and every connection's goroutines
 
-	mu      sync.Mutex // guards the fields below and proxyConn.upstream
+	mu      sync.Mutex // guards the fields below and proxyConn's upstream, sid and expiry
 	paused  bool
 	resumed chan struct{} // closed while not paused; replaced by Pause
 	conns   map[*proxyConn]struct{}
@@ -43,6 +43,9 @@ type proxyConn struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 
+	sid    int64   // the session its connect response granted, 0 before; guarded by Proxy.mu
+	expiry *expiry // set while Faults.ExpireSession ends sid; guarded by Proxy.mu
+
 	cut atomic.Pointer[createCut] // set once, by filterUp, if pc carries the cut
 
 	// Owned by the client-to-server pipe (filterUp).
@@ -51,9 +54,12 @@ type proxyConn struct {
 	upLeft   int
 	upWaited bool // the wait for the cut request's reply began, once it was forwarded
 
-	// Owned by the server-to-client pipe (filterDown).
-	down frameScanner
-	hi   hello // the connect response, for Session
+	// Owned by the server-to-client pipe (filterDown, tellExpiry). It is
+	// the only writer to client, the event an expiry injects included, so
+	// no frame can land inside another.
+	down  frameScanner
+	hi    hello        // the connect response, for Session
+	wrote frameScanner // what was written to client
 }
 
 // NewProxy returns a proxy listening on 127.0.0.1 on a free port and
@@ -194,7 +200,7 @@ func (p *Proxy) acceptLoop() {
 		}
 		ctx, cancel := context.WithCancel(p.ctx)
 		pc := &proxyConn{client: conn, ctx: ctx, cancel: cancel}
-		pc.up.hdrLen, pc.down.hdrLen = requestHeaderLen, replyHeaderLen
+		pc.up.hdrLen, pc.down.hdrLen, pc.wrote.hdrLen = requestHeaderLen, replyHeaderLen, replyHeaderLen
 		p.conns[pc] = struct{}{}
 		p.wg.Add(1)
 		p.mu.Unlock()
@@ -215,6 +221,25 @@ func (p *Proxy) closeConn(pc *proxyConn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closeConnLocked(pc)
+}
+
+// endUp ends pc once its client-to-server pipe has stopped: it closes
+// both sides, unless an expiry holds pc's client open to tell it that
+// its session expired. Then it only passes the end on to the server,
+// whose close ends the other pipe, which closes pc once it has told the
+// client.
+func (p *Proxy) endUp(pc *proxyConn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pc.expiry == nil || pc.ctx.Err() != nil {
+		p.closeConnLocked(pc)
+		return
+	}
+	if cw, ok := pc.upstream.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	} else {
+		pc.upstream.Close()
+	}
 }
 
 // waitResumed blocks while the proxy is paused. It returns false if pc
@@ -271,21 +296,26 @@ func (p *Proxy) serve(pc *proxyConn) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		p.pipe(pc, up, pc.client, func(b []byte) ([]byte, bool) { return p.filterUp(pc, b), false }, func() { p.forwarded(pc) })
+		p.pipe(pc, up, pc.client, func(b []byte) ([]byte, bool) { return p.filterUp(pc, b), false }, func([]byte) { p.forwarded(pc) })
+		p.endUp(pc)
 	}()
 	go func() {
 		defer wg.Done()
-		p.pipe(pc, pc.client, up, func(b []byte) ([]byte, bool) { return p.filterDown(pc, b) }, nil)
+		if p.pipe(pc, pc.client, up, func(b []byte) ([]byte, bool) { return p.filterDown(pc, b) }, pc.wrote.skim) {
+			p.tellExpiry(pc)
+		}
+		p.closeConn(pc)
 	}()
 	wg.Wait()
 }
 
 // pipe copies from src to dst until either fails or filter says stop,
-// holding each chunk (and the final close) while the proxy is paused, then
-// closes both sides. filter returns what of each chunk to forward; sent,
-// if not nil, runs after each chunk forwarded.
-func (p *Proxy) pipe(pc *proxyConn, dst, src net.Conn, filter func([]byte) ([]byte, bool), sent func()) {
-	defer p.closeConn(pc)
+// holding each chunk (and the final close) while the proxy is paused.
+// filter returns what of each chunk to forward; sent runs with what was
+// forwarded of each chunk. It reports whether it stopped because src
+// ended (or failed, or passed a read deadline) while pc was open; its
+// caller closes pc.
+func (p *Proxy) pipe(pc *proxyConn, dst, src net.Conn, filter func([]byte) ([]byte, bool), sent func([]byte)) (srcEnded bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -295,28 +325,26 @@ func (p *Proxy) pipe(pc *proxyConn, dst, src net.Conn, filter func([]byte) ([]by
 			case <-t.C:
 			case <-pc.ctx.Done():
 				t.Stop()
-				return
+				return false
 			}
 		}
 		if !p.waitResumed(pc) {
-			return
+			return false
 		}
 		if n > 0 {
 			out, stop := filter(buf[:n])
 			if len(out) > 0 {
 				if _, werr := dst.Write(out); werr != nil {
-					return
+					return false
 				}
-				if sent != nil {
-					sent()
-				}
+				sent(out)
 			}
 			if stop {
-				return
+				return false
 			}
 		}
 		if err != nil {
-			return
+			return true
 		}
 	}
 }
@@ -439,10 +467,30 @@ func (f *Faults) Cut() {
 // of f: that of the client's current connection, if one client uses f.
 func (f *Faults) Session() Session { return f.sessions.get() }
 
-// ExpireSession expires f's last session (see Session and the function
-// ExpireSession).
+// ExpireSession expires f's last session on the servers, as the function
+// ExpireSession does, and tells its client so, as Curator's KillSession
+// does (ZooKeeper's injectSessionExpiration): each connection of the
+// session through f's proxies gets a session event of state Expired
+// (go-zookeeper's zk.StateExpired) before the proxy closes it. The
+// client is told first, with no disconnection before; then its
+// connection closes, and on reconnecting it learns from a server that
+// the session expired, and gets a new one.
+//
+// The proxy holds the client's side of the connection open from before
+// the servers are asked to end the session until they have (ZooKeeper
+// closes the session's connection as soon as another attaches to the
+// session), then passes on what the server sent before it closed the
+// connection, and the event at the end (a server that keeps the
+// connection open is read from for no more than expiryDrain, two
+// seconds, after the session ended). The event is not sent (the
+// connection just closes) when the client has not had its connect
+// response, when a frame the server sent was cut short (one started and
+// never finished cannot be finished by the proxy), when the connection
+// is cut or the proxy closed meanwhile, or when the session cannot be
+// ended (ExpireSession then returns the error). While the proxy is
+// paused, the event and the close wait for Resume, as held bytes do.
 func (f *Faults) ExpireSession(ctx context.Context) error {
-	return ExpireSession(ctx, f.Session())
+	return f.expire(ctx, f.Session(), ExpireSession)
 }
 
 // Close closes every proxy. It is idempotent.

@@ -48,9 +48,11 @@
 // zk.WithDialer) and can pause or cut the traffic, to provoke
 // disconnections and session expiry, or cut a connection right after the
 // server has executed a create whose reply the client never gets
-// ([Proxy.CutOnCreate]). [ExpireSession] ends the session a proxy saw
-// granted, on the spot, as Curator's KillSession does. Servers of a
-// cluster started with
+// ([Proxy.CutOnCreate]). [ExpireSession] ends a session on the
+// servers, on the spot; [Faults.ExpireSession] ends the session its
+// proxies saw granted and, as Curator's KillSession does, tells the
+// client first, with a session event of state Expired injected before
+// its connection closes. Servers of a cluster started with
 // [Config.Isolatable] can be cut off from each other ([Partitioner]); a
 // server of one started with [Config.Laggable] can fall behind the
 // others while it goes on serving its clients ([Lagger]).
