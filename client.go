@@ -45,6 +45,7 @@ type Client struct {
 	lives    liveTable     // holds that stand, per lock
 	solos    soloTable     // what the Client knows of each lock it takes alone (see solo)
 	holding  atomic.Int64  // holds that stand, in all
+	cut      cutShort      // the holds that closing cut short (see holdWatch.lose)
 	fencing  atomic.Bool   // a token was asked: holds learn theirs as they are granted (see holdWatch.learn)
 	obs      *observer     // nil without WithObserver
 
@@ -355,10 +356,6 @@ func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		registered(c, false)
 		c.drainCancel(ErrClosed)
-		if n := c.holding.Load(); n > 0 {
-			// One record, not one per hold: each loss is logged at Debug.
-			c.log.Warn("zklock: closing with holds standing; they are lost", "holds", n)
-		}
 		c.transition(func() bool {
 			c.closeBound = c.closeBoundLocked()
 			c.state = StateClosed
@@ -372,7 +369,11 @@ func (c *Client) Close() error {
 		if c.ownsConn && c.conn != nil {
 			c.conn.Close()
 		}
-		c.wg.Wait()
+		c.wg.Wait() // the sweep run's too: every hold that stood has ended
+		if n, locks := c.cut.read(); n > 0 {
+			// One record, not one per hold: each loss is logged at Debug.
+			c.log.Warn("zklock: closed with holds standing; they were lost", "holds", n, "locks", locks)
+		}
 		if c.ownsConn && c.zkEvents != nil {
 			c.awaitConnGone()
 		}

@@ -439,6 +439,17 @@ func lossBy(h *hold, err error) error {
 	return kindOf(ErrLockLost, err)
 }
 
+// lockPath returns the path of the lock that h holds, relative to the
+// namespace, as its recipe was made with: a lease's Semaphore's, a
+// leadership's election's. It falls back on h's name for a hold granted
+// by no acquire's story.
+func (h *hold) lockPath() string {
+	if h.story.path != "" {
+		return h.story.path
+	}
+	return h.name
+}
+
 // token returns the node's fencing token, waiting if its holdWatch
 // has not learnt it yet (a node granted at once). what and path name the
 // operation in errors. An ended hold always reports its end, even when ctx

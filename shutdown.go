@@ -3,8 +3,10 @@ package zklock
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -19,11 +21,20 @@ import (
 // A re-entry of a hold that stands still succeeds meanwhile: it takes
 // nothing new.
 //
-// Shutdown returns nil if every hold was released before ctx ended, or
-// else an error wrapping ctx.Err() that says how many holds it cut short
-// and of which locks. A Shutdown after Close, or a second one, waits as the
-// first does; Close during a Shutdown ends it at once (the error then
-// wraps ErrClosed if holds still stood).
+// Shutdown returns nil if no hold stood when the Client closed: each was
+// released, or lost on its own (its node deleted, its session lost, its
+// maximum hold time reached), which its owner learns from the hold, not
+// from Shutdown. Otherwise it returns an error that says how many holds
+// the close cut short, and names their locks by the paths their recipes
+// were made with (a lease by its Semaphore's, a leadership or a term by
+// its election's, a MultiLock's hold as its members, each counted), each
+// path once, in order, at most ten and how many more. The error wraps
+// ctx.Err() when ctx ended the wait, or ErrClosed when a Close from
+// elsewhere cut in: that Close ends the Shutdown at once, and Shutdown
+// counts the holds it ended, not those released before it. Shutdowns
+// that run together wait alike and report alike; a Shutdown begun after
+// Close began returns nil once the Client is closed, since it cut nothing
+// short (Close's Warn record says what it did).
 func (c *Client) Shutdown(ctx context.Context) error {
 	if c.zero() {
 		return nil
@@ -31,27 +42,41 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		return wrapf(ErrInvalidArgument, "shutdown: nil context")
 	}
+	late := c.closeBegun()
 	c.drainOnce.Do(func() { c.drainCancel(ErrClosed) })
-wait:
+	cause := c.awaitHolds(ctx)
+	c.Close() // returns once the Close that ends the holds, ours or another's, is done
+	n, locks := c.cut.read()
+	if late || n == 0 {
+		return nil
+	}
+	return fmt.Errorf("zklock: shutdown: %d hold(s) cut short, of %s: %w", n, locks, cause)
+}
+
+// awaitHolds waits until no hold of c stands, ctx is done, or c is being
+// closed, and returns why a hold still standing is cut short: ctx's cause,
+// or ErrClosed for a Close (or for a hold granted as the wait ended).
+func (c *Client) awaitHolds(ctx context.Context) error {
 	for c.holding.Load() > 0 {
 		select {
 		case <-c.holdEnded: // look again
 		case <-c.closing:
-			break wait
+			return ErrClosed
 		case <-ctx.Done():
-			break wait
+			return context.Cause(ctx)
 		}
 	}
-	n, locks := c.holding.Load(), c.lives.paths(c)
-	c.Close()
-	if n == 0 {
-		return nil
+	return ErrClosed
+}
+
+// closeBegun reports whether Close has begun.
+func (c *Client) closeBegun() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
 	}
-	cause := context.Cause(ctx)
-	if cause == nil { // a Close ended the Shutdown before ctx did
-		cause = ErrClosed
-	}
-	return fmt.Errorf("zklock: shutdown: %d hold(s) cut short, of %s: %w", n, locks, cause)
 }
 
 // acquisition is an acquire under way, as acquiring set it up.
@@ -102,23 +127,43 @@ func shutdownErr(ctx, actx context.Context, err error) error {
 	return err
 }
 
-// paths returns the paths of the locks held, relative to c's namespace,
-// sorted and joined with commas: at most ten, and how many more.
-func (t *liveTable) paths(c *Client) string {
-	t.mu.Lock()
-	ps := make([]string, 0, len(t.n))
-	for id := range t.n {
-		ps = append(ps, c.relPath(id.path))
+// cutShort is the account of the holds that closing a Client cut short:
+// those that its holdWatch ended because the Client closed, not those
+// released or lost before. Close is done writing it when it returns.
+type cutShort struct {
+	mu    sync.Mutex
+	n     int                 // holds cut short; guarded by mu
+	locks map[string]struct{} // the paths of their locks; guarded by mu
+}
+
+// add counts a hold of the lock at path, relative to the namespace.
+func (r *cutShort) add(path string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	if r.locks == nil {
+		r.locks = make(map[string]struct{})
 	}
-	t.mu.Unlock()
-	if len(ps) == 0 {
-		return "leases or multi-locks"
-	}
-	slices.Sort(ps)
-	ps = slices.Compact(ps)
-	const shown = 10
-	if len(ps) > shown {
-		return strings.Join(ps[:shown], ", ") + fmt.Sprintf(" and %d more", len(ps)-shown)
+	r.locks[path] = struct{}{}
+}
+
+// read returns how many holds were cut short, and their locks' paths,
+// sorted and joined with commas: at most maxNamed, and how many more.
+func (r *cutShort) read() (int, string) {
+	r.mu.Lock()
+	n, ps := r.n, slices.Sorted(maps.Keys(r.locks))
+	r.mu.Unlock()
+	return n, namePaths(ps)
+}
+
+// maxNamed bounds the paths that namePaths names.
+const maxNamed = 10
+
+// namePaths joins the sorted paths ps with commas: at most maxNamed,
+// and how many more.
+func namePaths(ps []string) string {
+	if len(ps) > maxNamed {
+		return strings.Join(ps[:maxNamed], ", ") + fmt.Sprintf(" and %d more", len(ps)-maxNamed)
 	}
 	return strings.Join(ps, ", ")
 }
