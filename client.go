@@ -354,6 +354,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closeOnce.Do(func() {
+		c.cut.begun.Store(true) // every hold that ends from now on was cut short
 		registered(c, false)
 		c.drainCancel(ErrClosed)
 		c.transition(func() bool {

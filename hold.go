@@ -262,10 +262,11 @@ type hold struct {
 	// Packed so that a hold fits a smaller allocation: a Client may keep
 	// a hundred thousand.
 	freeOnce sync.Once
-	mu       sync.Mutex  // protects count, ended, reported, lost and expiry
+	mu       sync.Mutex  // protects count, ended, reported, cut, lost and expiry
 	count    int32       // Releases still owed
 	ended    bool        // released or lost
 	reported bool        // its story reported it granted, so reports its end
+	cut      bool        // it ended after its Client's Close began (see cutShort)
 	freeErr  error       // written inside freeOnce
 	lost     error       // why the hold was lost, nil otherwise
 	expiry   *time.Timer // ends the hold at its maximum hold time; nil for none
@@ -614,6 +615,9 @@ func (h *hold) reportGranted() {
 	h.mu.Lock()
 	h.reported = true
 	ended, lost := h.ended, h.lost
+	if h.cut {
+		h.c.cut.add(h.lockPath()) // granted to its caller, then cut short
+	}
 	h.mu.Unlock()
 	if ended {
 		h.reportEnd(lost)
@@ -653,6 +657,14 @@ func (h *hold) endLocked(cause error) {
 	}
 	h.live.Add(-1)
 	if h.c != nil {
+		// Before the count falls: a Shutdown that sees it fall may close
+		// the Client, and this hold ended before that.
+		if h.c.cut.begun.Load() {
+			h.cut = true
+			if h.reported { // a hold not yet granted to its caller counts when it is (reportGranted)
+				h.c.cut.add(h.lockPath())
+			}
+		}
 		if h.node != nil {
 			h.c.holds.drop(h.node)
 		}

@@ -445,9 +445,6 @@ func (w *holdWatch) lose(lost []lostHold) {
 		if !l.h.end(l.err) {
 			continue
 		}
-		if errors.Is(l.err, ErrClosed) {
-			w.c.cut.add(l.h.lockPath())
-		}
 		if cause := causeOf(l.err); summedUp(cause) && cause != CauseClosed { // Close sums up its own
 			if byCause == nil {
 				byCause = make(map[Cause]int)

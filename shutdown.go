@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -69,8 +70,12 @@ func (c *Client) awaitHolds(ctx context.Context) error {
 	return ErrClosed
 }
 
-// closeBegun reports whether Close has begun.
+// closeBegun reports whether Close has begun, or c was closed from the
+// start (NewClient with a nil connection).
 func (c *Client) closeBegun() bool {
+	if c.cut.begun.Load() {
+		return true
+	}
 	select {
 	case <-c.closing:
 		return true
@@ -128,9 +133,15 @@ func shutdownErr(ctx, actx context.Context, err error) error {
 }
 
 // cutShort is the account of the holds that closing a Client cut short:
-// those that its holdWatch ended because the Client closed, not those
-// released or lost before. Close is done writing it when it returns.
+// the holds granted to their callers that stood when Close began, which
+// end after it, whatever ends each (Close's sweep, a release or a loss
+// that comes first, a MultiLock giving up its other members). Holds
+// released or lost before are not counted, nor holds granted as Close
+// began whose acquires fail with ErrClosed. Close is done writing it when
+// it returns, but for a hold whose grant was under way then.
 type cutShort struct {
+	begun atomic.Bool // Close has begun; set first
+
 	mu    sync.Mutex
 	n     int                 // holds cut short; guarded by mu
 	locks map[string]struct{} // the paths of their locks; guarded by mu
