@@ -330,10 +330,14 @@ func (c *Client) zero() bool { return c == nil || c.closing == nil }
 // Client's lock nodes) or else deletes the nodes, and waits for the
 // Client's goroutines. It is idempotent and always returns nil.
 // Holds that stood are summed up in one Warn record on the Client's
-// logger; each loss is an EventLost for the Observer, logged at Debug.
+// logger, with their count and their locks (see [Client.Shutdown]); each
+// loss is an EventLost for the Observer, logged at Debug.
 //
 // A connection that Connect opened ends its session with the server, and
-// the server deletes the nodes with it: Close sends no deletes. If the
+// the server deletes the nodes with it: Close sends no deletes, and a
+// delete already on its way that Close cuts short (of a wait cancelled
+// just before, say) is left to the session's end, which is logged at
+// Debug only: nothing goes on in the background after Close. If the
 // connection is down, the session cannot be ended: the nodes stand until
 // the ensemble expires it, at most a session timeout after the cut. If
 // it is still in its handshake with a server that does not answer, Close

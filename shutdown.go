@@ -22,20 +22,21 @@ import (
 // A re-entry of a hold that stands still succeeds meanwhile: it takes
 // nothing new.
 //
-// Shutdown returns nil if no hold stood when the Client closed: each was
-// released, or lost on its own (its node deleted, its session lost, its
-// maximum hold time reached), which its owner learns from the hold, not
-// from Shutdown. Otherwise it returns an error that says how many holds
-// the close cut short, and names their locks by the paths their recipes
-// were made with (a lease by its Semaphore's, a leadership or a term by
-// its election's, a MultiLock's hold as its members, each counted), each
-// path once, in order, at most ten and how many more. The error wraps
-// ctx.Err() when ctx ended the wait, or ErrClosed when a Close from
-// elsewhere cut in: that Close ends the Shutdown at once, and Shutdown
-// counts the holds it ended, not those released before it. Shutdowns
-// that run together wait alike and report alike; a Shutdown begun after
-// Close began returns nil once the Client is closed, since it cut nothing
-// short (Close's Warn record says what it did).
+// Shutdown returns nil if no hold stood when the Client began to close:
+// each was released, or lost on its own (its node deleted, its session
+// lost, its maximum hold time reached), which its owner learns from the
+// hold, not from Shutdown. Otherwise it returns an error that says how
+// many holds the close cut short (the holds granted to their callers
+// that stood when Close began, a MultiLock's as its members) and names
+// their locks by the paths their recipes were made with (a lease's
+// Semaphore's, a leadership's or a term's election's): each path once,
+// sorted, at most ten and then how many more. The error wraps ctx.Err()
+// (and its cause) when ctx ended the wait, or ErrClosed when a Close from
+// elsewhere cut in, which ends the Shutdown at once.
+//
+// Shutdowns that run at once wait alike, and report the same holds. A
+// Shutdown begun after Close began cut nothing short: it returns nil once
+// the Client is closed (Close's Warn record says what Close cut short).
 func (c *Client) Shutdown(ctx context.Context) error {
 	if c.zero() {
 		return nil
@@ -45,17 +46,21 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	}
 	late := c.closeBegun()
 	c.drainOnce.Do(func() { c.drainCancel(ErrClosed) })
-	cause := c.awaitHolds(ctx)
+	why := c.awaitHolds(ctx)
 	c.Close() // returns once the Close that ends the holds, ours or another's, is done
 	n, locks := c.cut.read()
 	if late || n == 0 {
 		return nil
 	}
-	return fmt.Errorf("zklock: shutdown: %d hold(s) cut short, of %s: %w", n, locks, cause)
+	what := fmt.Sprintf("shutdown: %d hold(s) cut short, of %s", n, locks)
+	if cause := context.Cause(ctx); why == ctx.Err() && cause != why {
+		return &wrapError{msg: msgPrefix + what + ": " + unprefixed(why) + " (" + unprefixed(cause) + ")", errs: []error{why, cause}}
+	}
+	return wrapf(why, "%s", what)
 }
 
 // awaitHolds waits until no hold of c stands, ctx is done, or c is being
-// closed, and returns why a hold still standing is cut short: ctx's cause,
+// closed, and returns why a hold still standing is cut short: ctx.Err(),
 // or ErrClosed for a Close (or for a hold granted as the wait ended).
 func (c *Client) awaitHolds(ctx context.Context) error {
 	for c.holding.Load() > 0 {
@@ -64,7 +69,7 @@ func (c *Client) awaitHolds(ctx context.Context) error {
 		case <-c.closing:
 			return ErrClosed
 		case <-ctx.Done():
-			return context.Cause(ctx)
+			return ctx.Err()
 		}
 	}
 	return ErrClosed

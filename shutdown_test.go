@@ -170,7 +170,7 @@ func awaitShutdownBegun(t *testing.T, m *zklock.Mutex) {
 // outside); a Shutdown begun after the Close returned returns nil.
 func shutdownRaces(t *testing.T, e *env, rounds, shutdowns int, newClient func() *zklock.Client) {
 	bg := context.Background()
-	want := "zklock: shutdown: 1 hold(s) cut short, of " + e.root + "/held: zklock: client closed"
+	want := "zklock: shutdown: 1 hold(s) cut short, of " + e.root + "/held: client closed"
 	for round := range rounds {
 		c := newClient()
 		m := e.mutex(c, "/held")
@@ -346,7 +346,8 @@ func TestIntegration_ShutdownNamesEveryKindOfHold(t *testing.T) {
 }
 
 // Shutdown's error names at most ten locks, in order, and says how many
-// more there were.
+// more there were; it wraps ctx.Err() and the cause ctx was cancelled
+// with.
 func TestIntegration_ShutdownNamesTenLocks(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -361,10 +362,13 @@ func TestIntegration_ShutdownNamesTenLocks(t *testing.T) {
 			want = append(want, e.root+p)
 		}
 	}
-	done, cancel := context.WithCancel(bg)
-	cancel()
+	done, cancel := context.WithCancelCause(bg)
+	redeploy := errors.New("redeploy")
+	cancel(redeploy)
 	err := c.Shutdown(done)
-	assert.Equal(t, "zklock: shutdown: 12 hold(s) cut short, of "+strings.Join(want, ", ")+" and 2 more: context canceled", err.Error())
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, redeploy)
+	assert.Equal(t, "zklock: shutdown: 12 hold(s) cut short, of "+strings.Join(want, ", ")+" and 2 more: context canceled (redeploy)", err.Error())
 }
 
 // Waits cancelled just before the Client closes (a Selector's Run before a
@@ -417,5 +421,29 @@ func TestIntegration_ShutdownAfterCancelledWaitsIsQuiet(t *testing.T) {
 				require.Empty(t, rec.messages(), "round %d", round)
 			}
 		})
+	}
+}
+
+// A Release whose delete the Client's own Close cuts short is as quiet:
+// the node ends with the session, and nothing goes on in the background.
+// (A Close that comes first cuts the hold short, and says so.)
+func TestIntegration_ReleaseRacingCloseIsQuiet(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	bg := context.Background()
+	for round := range 40 {
+		rec := newLogRecorder(slog.LevelWarn)
+		c := e.client(zklock.WithLogger(slog.New(rec)))
+		held, err := e.mutex(c, "/held").Lock(bg)
+		require.NoError(t, err)
+		released := make(chan error, 1)
+		go func() { released <- held.Release() }()
+		require.NoError(t, c.Close())
+		if err := await(t, released, 10*time.Second); err != nil {
+			require.ErrorIs(t, err, zklock.ErrClosed, "round %d", round)
+		}
+		for _, msg := range rec.messages() {
+			require.Equal(t, "zklock: closed with holds standing; they were lost", msg, "round %d", round)
+		}
 	}
 }
