@@ -45,7 +45,7 @@ type Client struct {
 	lives    liveTable     // holds that stand, per lock
 	solos    soloTable     // what the Client knows of each lock it takes alone (see solo)
 	holding  atomic.Int64  // holds that stand, in all
-	cut      cutShort      // the holds that closing cut short (see holdWatch.lose)
+	cut      cutShort      // the holds that closing cut short, for Shutdown and Close's record
 	fencing  atomic.Bool   // a token was asked: holds learn theirs as they are granted (see holdWatch.learn)
 	obs      *observer     // nil without WithObserver
 
