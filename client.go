@@ -45,6 +45,7 @@ type Client struct {
 	lives    liveTable     // holds that stand, per lock
 	solos    soloTable     // what the Client knows of each lock it takes alone (see solo)
 	holding  atomic.Int64  // holds that stand, in all
+	cut      cutShort      // the holds that closing cut short, for Shutdown and Close's record
 	fencing  atomic.Bool   // a token was asked: holds learn theirs as they are granted (see holdWatch.learn)
 	obs      *observer     // nil without WithObserver
 
@@ -370,10 +371,14 @@ func (c *Client) zero() bool { return c == nil || c.closing == nil }
 // Client's lock nodes) or else deletes the nodes, and waits for the
 // Client's goroutines. It is idempotent and always returns nil.
 // Holds that stood are summed up in one Warn record on the Client's
-// logger; each loss is an EventLost for the Observer, logged at Debug.
+// logger, with their count and their locks (see [Client.Shutdown]); each
+// loss is an EventLost for the Observer, logged at Debug.
 //
 // A connection that Connect opened ends its session with the server, and
-// the server deletes the nodes with it: Close sends no deletes. If the
+// the server deletes the nodes with it: Close sends no deletes, and a
+// delete already on its way that Close cuts short (of a wait cancelled
+// just before, say) is left to the session's end, which is logged at
+// Debug only: nothing goes on in the background after Close. If the
 // connection is down, the session cannot be ended: the nodes stand until
 // the ensemble expires it, at most a session timeout after the cut. If
 // it is still in its handshake with a server that does not answer, Close
@@ -394,12 +399,9 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closeOnce.Do(func() {
+		c.cut.begun.Store(true) // every hold that ends from now on was cut short
 		registered(c, false)
 		c.drainCancel(ErrClosed)
-		if n := c.holding.Load(); n > 0 {
-			// One record, not one per hold: each loss is logged at Debug.
-			c.log.Warn("zklock: closing with holds standing; they are lost", "holds", n)
-		}
 		c.transition(func() bool {
 			c.closeBound = c.closeBoundLocked()
 			c.state = StateClosed
@@ -413,7 +415,11 @@ func (c *Client) Close() error {
 		if c.ownsConn && c.conn != nil {
 			c.conn.Close()
 		}
-		c.wg.Wait()
+		c.wg.Wait() // the sweep run's too: every hold that stood has ended
+		if n, locks := c.cut.read(); n > 0 {
+			// One record, not one per hold: each loss is logged at Debug.
+			c.log.Warn("zklock: closed with holds standing; they were lost", "holds", n, "locks", locks)
+		}
 		if c.ownsConn && c.zkEvents != nil {
 			c.awaitConnGone()
 		}

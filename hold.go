@@ -265,10 +265,11 @@ type hold struct {
 	// Packed so that a hold fits a smaller allocation: a Client may keep
 	// a hundred thousand.
 	freeOnce sync.Once
-	mu       sync.Mutex  // protects count, ended, reported, lost and expiry
+	mu       sync.Mutex  // protects count, ended, reported, cut, lost and expiry
 	count    int32       // Releases still owed
 	ended    bool        // released or lost
 	reported bool        // its story reported it granted, so reports its end
+	cut      bool        // it ended after its Client's Close began (see cutShort)
 	freeErr  error       // written inside freeOnce
 	lost     error       // why the hold was lost, nil otherwise
 	expiry   *time.Timer // ends the hold at its maximum hold time; nil for none
@@ -442,6 +443,17 @@ func lossBy(h *hold, err error) error {
 	return kindOf(ErrLockLost, err)
 }
 
+// lockPath returns the path of the lock that h holds, relative to the
+// namespace, as its recipe was made with: a lease's Semaphore's, a
+// leadership's election's. It falls back on h's name for a hold granted
+// by no acquire's story.
+func (h *hold) lockPath() string {
+	if h.story.path != "" {
+		return h.story.path
+	}
+	return h.name
+}
+
 // token returns the node's fencing token, waiting if its holdWatch
 // has not learnt it yet (a node granted at once). what and path name the
 // operation in errors. An ended hold always reports its end, even when ctx
@@ -606,6 +618,9 @@ func (h *hold) reportGranted() {
 	h.mu.Lock()
 	h.reported = true
 	ended, lost := h.ended, h.lost
+	if h.cut {
+		h.c.cut.add(h.lockPath()) // granted to its caller, then cut short
+	}
 	h.mu.Unlock()
 	if ended {
 		h.reportEnd(lost)
@@ -645,6 +660,14 @@ func (h *hold) endLocked(cause error) {
 	}
 	h.live.Add(-1)
 	if h.c != nil {
+		// Before the count falls: a Shutdown that sees it fall may close
+		// the Client, and this hold ended before that.
+		if h.c.cut.begun.Load() {
+			h.cut = true
+			if h.reported { // a hold not yet granted to its caller counts when it is (reportGranted)
+				h.c.cut.add(h.lockPath())
+			}
+		}
 		if h.node != nil {
 			h.c.holds.drop(h.node)
 		}

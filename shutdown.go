@@ -3,8 +3,11 @@ package zklock
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,11 +22,21 @@ import (
 // A re-entry of a hold that stands still succeeds meanwhile: it takes
 // nothing new.
 //
-// Shutdown returns nil if every hold was released before ctx ended, or
-// else an error wrapping ctx.Err() that says how many holds it cut short
-// and of which locks. A Shutdown after Close, or a second one, waits as the
-// first does; Close during a Shutdown ends it at once (the error then
-// wraps ErrClosed if holds still stood).
+// Shutdown returns nil if no hold stood when the Client began to close:
+// each was released, or lost on its own (its node deleted, its session
+// lost, its maximum hold time reached), which its owner learns from the
+// hold, not from Shutdown. Otherwise it returns an error that says how
+// many holds the close cut short (the holds granted to their callers
+// that stood when Close began, a MultiLock's as its members) and names
+// their locks by the paths their recipes were made with (a lease's
+// Semaphore's, a leadership's or a term's election's): each path once,
+// sorted, at most ten and then how many more. The error wraps ctx.Err()
+// (and its cause) when ctx ended the wait, or ErrClosed when a Close from
+// elsewhere cut in, which ends the Shutdown at once.
+//
+// Shutdowns that run at once wait alike, and report the same holds. A
+// Shutdown begun after Close began cut nothing short: it returns nil once
+// the Client is closed (Close's Warn record says what Close cut short).
 func (c *Client) Shutdown(ctx context.Context) error {
 	if c.zero() {
 		return nil
@@ -31,27 +44,49 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		return wrapf(ErrInvalidArgument, "shutdown: nil context")
 	}
+	late := c.closeBegun()
 	c.drainOnce.Do(func() { c.drainCancel(ErrClosed) })
-wait:
+	why := c.awaitHolds(ctx)
+	c.Close() // returns once the Close that ends the holds, ours or another's, is done
+	n, locks := c.cut.read()
+	if late || n == 0 {
+		return nil
+	}
+	what := fmt.Sprintf("shutdown: %d hold(s) cut short, of %s", n, locks)
+	if cause := context.Cause(ctx); why == ctx.Err() && cause != why {
+		return &wrapError{msg: msgPrefix + what + ": " + unprefixed(why) + " (" + unprefixed(cause) + ")", errs: []error{why, cause}}
+	}
+	return wrapf(why, "%s", what)
+}
+
+// awaitHolds waits until no hold of c stands, ctx is done, or c is being
+// closed, and returns why a hold still standing is cut short: ctx.Err(),
+// or ErrClosed for a Close (or for a hold granted as the wait ended).
+func (c *Client) awaitHolds(ctx context.Context) error {
 	for c.holding.Load() > 0 {
 		select {
 		case <-c.holdEnded: // look again
 		case <-c.closing:
-			break wait
+			return ErrClosed
 		case <-ctx.Done():
-			break wait
+			return ctx.Err()
 		}
 	}
-	n, locks := c.holding.Load(), c.lives.paths(c)
-	c.Close()
-	if n == 0 {
-		return nil
+	return ErrClosed
+}
+
+// closeBegun reports whether Close has begun, or c was closed from the
+// start (NewClient with a nil connection).
+func (c *Client) closeBegun() bool {
+	if c.cut.begun.Load() {
+		return true
 	}
-	cause := context.Cause(ctx)
-	if cause == nil { // a Close ended the Shutdown before ctx did
-		cause = ErrClosed
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
 	}
-	return fmt.Errorf("zklock: shutdown: %d hold(s) cut short, of %s: %w", n, locks, cause)
 }
 
 // acquisition is an acquire under way, as acquiring set it up.
@@ -102,23 +137,49 @@ func shutdownErr(ctx, actx context.Context, err error) error {
 	return err
 }
 
-// paths returns the paths of the locks held, relative to c's namespace,
-// sorted and joined with commas: at most ten, and how many more.
-func (t *liveTable) paths(c *Client) string {
-	t.mu.Lock()
-	ps := make([]string, 0, len(t.n))
-	for id := range t.n {
-		ps = append(ps, c.relPath(id.path))
+// cutShort is the account of the holds that closing a Client cut short:
+// the holds granted to their callers that stood when Close began, which
+// end after it, whatever ends each (Close's sweep, a release or a loss
+// that comes first, a MultiLock giving up its other members). Holds
+// released or lost before are not counted, nor holds granted as Close
+// began whose acquires fail with ErrClosed. Close is done writing it when
+// it returns, but for a hold whose grant was under way then.
+type cutShort struct {
+	begun atomic.Bool // Close has begun; set first
+
+	mu    sync.Mutex
+	n     int                 // holds cut short; guarded by mu
+	locks map[string]struct{} // the paths of their locks; guarded by mu
+}
+
+// add counts a hold of the lock at path, relative to the namespace.
+func (r *cutShort) add(path string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	if r.locks == nil {
+		r.locks = make(map[string]struct{})
 	}
-	t.mu.Unlock()
-	if len(ps) == 0 {
-		return "leases or multi-locks"
-	}
-	slices.Sort(ps)
-	ps = slices.Compact(ps)
-	const shown = 10
-	if len(ps) > shown {
-		return strings.Join(ps[:shown], ", ") + fmt.Sprintf(" and %d more", len(ps)-shown)
+	r.locks[path] = struct{}{}
+}
+
+// read returns how many holds were cut short, and their locks' paths,
+// sorted and joined with commas: at most maxNamed, and how many more.
+func (r *cutShort) read() (int, string) {
+	r.mu.Lock()
+	n, ps := r.n, slices.Sorted(maps.Keys(r.locks))
+	r.mu.Unlock()
+	return n, namePaths(ps)
+}
+
+// maxNamed bounds the paths that namePaths names.
+const maxNamed = 10
+
+// namePaths joins the sorted paths ps with commas: at most maxNamed,
+// and how many more.
+func namePaths(ps []string) string {
+	if len(ps) > maxNamed {
+		return strings.Join(ps[:maxNamed], ", ") + fmt.Sprintf(" and %d more", len(ps)-maxNamed)
 	}
 	return strings.Join(ps, ", ")
 }

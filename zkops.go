@@ -441,8 +441,7 @@ func (c *Client) deleteLockNode(n *lockNode) error {
 // in the background. A delete that goes on in the background is reported
 // as an event of st, a hold's story, or of none (st's zero value).
 func (c *Client) deleteNodeGone(p string, st story) (bool, error) {
-	if c.ownsConn && c.usable() != nil {
-		c.log.Debug("zklock: closing: the node ends with the session", "path", p)
+	if c.endsWithSession(p, nil) {
 		return false, nil
 	}
 	c.mu.Lock()
@@ -456,10 +455,17 @@ func (c *Client) deleteNodeGone(p string, st story) (bool, error) {
 		if done {
 			return true, err
 		}
+		// Close may have begun while the delete was on its way, and closed
+		// the connection under it (zk.ErrConnectionClosed, zk.ErrClosing).
+		if c.endsWithSession(p, err) {
+			return false, nil
+		}
 		if !retryable(err) && !errors.Is(err, context.DeadlineExceeded) {
 			c.log.Error("zklock: delete failed; the node stays", "path", p, "err", err)
 			return false, err
 		}
+	} else if c.endsWithSession(p, err) {
+		return false, nil
 	}
 	// The first of a burst at Warn, the others at Debug: a connection that
 	// drops under a thousand holds makes a thousand.
@@ -477,6 +483,19 @@ func (c *Client) deleteNodeGone(p string, st story) (bool, error) {
 		c.untilDone(func() (bool, error) { return c.deleteOnce(p) })
 	})
 	return false, nil
+}
+
+// endsWithSession reports whether the node at p is left to the end of
+// the session, and says so at Debug with err, the delete's error if one
+// was sent: once Close has begun on a connection the Client owns, which
+// ends the session (or, if the connection is down, lets it expire), and
+// with it the node. Nothing is sent or goes on in the background then.
+func (c *Client) endsWithSession(p string, err error) bool {
+	if !c.ownsConn || c.usable() == nil {
+		return false
+	}
+	c.log.Debug("zklock: closing: the node ends with the session", "path", p, "err", err)
+	return true
 }
 
 // deleteOnce sends one delete of p, for untilDone: done once p is gone.
