@@ -132,7 +132,10 @@ func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p str
 	var first string // the leader, as the engine last saw it
 	node, snap, err := acquireOwned(a.ctx, c, li, id, &first)
 	if err != nil {
-		return nil, a.failed(opErr(ctx, "campaign", p, c.nameHolder(ctx, shutdownErr(ctx, a.ctx, err), p, first)))
+		// Its owner check and its requeue wait outside the engine's acquire
+		// (see Client.offline).
+		err = shutdownErr(ctx, a.ctx, c.offline(ctx, err))
+		return nil, a.failed(opErr(ctx, "campaign", p, c.nameHolder(ctx, err, p, first)))
 	}
 	h := newHold(c, ctx, holdSpec{key: key, name: name, node: node, live: live, story: a.story, maxHold: a.maxHold})
 	if !h.watch(snap, nil) {

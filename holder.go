@@ -98,8 +98,13 @@ func (c *Client) nameHolder(ctx context.Context, err error, p, first string) err
 }
 
 // busy reports whether err, an acquire's with ctx, is a busy Try's, or a
-// wait's that ctx ended.
+// wait's that ctx ended while the Client was connected (one that ended
+// while it was not says so instead: see Client.offline; the holder could
+// not be read then either).
 func busy(ctx context.Context, err error) bool {
+	if errors.Is(err, ErrNotConnected) {
+		return false
+	}
 	return errors.Is(err, ErrLocked) || ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
 

@@ -112,7 +112,7 @@ func (s *Selector) Run(ctx context.Context, fn func(ctx context.Context) error) 
 			}
 		}
 		if ctx.Err() != nil {
-			return opErr(ctx, "run", s.m.path, ctx.Err())
+			return opErr(ctx, "run", s.m.path, s.m.c.offline(ctx, ctx.Err()))
 		}
 		switch {
 		case hd == nil && !requeues(err): // a wait that cannot succeed
@@ -142,13 +142,13 @@ func requeues(err error) bool {
 func (s *Selector) pause(ctx context.Context) error {
 	c := s.m.c
 	if err := c.awaitConnected(ctx, 0, 0); err != nil {
-		return opErr(ctx, "run", s.m.path, err)
+		return opErr(ctx, "run", s.m.path, c.offline(ctx, err))
 	}
 	select {
 	case <-backOff(c):
 		return nil
 	case <-ctx.Done():
-		return opErr(ctx, "run", s.m.path, ctx.Err())
+		return opErr(ctx, "run", s.m.path, c.offline(ctx, ctx.Err()))
 	case <-c.closing:
 		return wrapf(ErrClosed, "run %s", s.m.path)
 	}

@@ -176,15 +176,18 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool, refused error)
 		return nil, err
 	}
 	defer a.stop()
+	// Its lease protocol waits outside the engine's acquire: an error that
+	// ctx ended while the Client was not connected says so here (see
+	// Client.offline).
 	r := newRetrier(s.c.opts.retry)
 	for {
 		if err := a.ctx.Err(); err != nil {
-			return nil, a.failed(opErr(ctx, "acquire", s.path, shutdownErr(ctx, a.ctx, err)))
+			return nil, a.failed(opErr(ctx, "acquire", s.path, shutdownErr(ctx, a.ctx, s.c.offline(ctx, err))))
 		}
 		leases, err := s.acquireOnceTry(a.ctx, n, try, grantTo{ctx, a.story, a.maxHold})
 		if !errors.Is(err, errNodeGone) {
 			if err != nil {
-				return nil, a.failed(opErr(ctx, "acquire", s.path, s.nameHolder(ctx, shutdownErr(ctx, a.ctx, err))))
+				return nil, a.failed(opErr(ctx, "acquire", s.path, s.nameHolder(ctx, shutdownErr(ctx, a.ctx, s.c.offline(ctx, err)))))
 			}
 			holds := make([]*hold, len(leases))
 			for i, l := range leases {
@@ -194,7 +197,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool, refused error)
 			return leases, nil
 		}
 		if err := r.again(a.ctx, s.c.closing, "a lease of "+s.path); err != nil {
-			return nil, a.failed(opErr(ctx, "acquire", s.path, shutdownErr(ctx, a.ctx, err)))
+			return nil, a.failed(opErr(ctx, "acquire", s.path, shutdownErr(ctx, a.ctx, s.c.offline(ctx, err))))
 		}
 	}
 }
@@ -264,7 +267,7 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, to grantTo
 	// The leases' own watches, which learn their tokens, are left to their
 	// holds, as for a Mutex granted at once: a grant costs the creates'
 	// round trip alone.
-	w := waiter{c: c, session: nodes[0].session, try: try}
+	w := waiter{c: c, lock: c.fullPath(s.path), session: nodes[0].session, try: try}
 	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) {
 		if first == nil {
 			return s.decide(ctx, nodes)
