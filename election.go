@@ -108,9 +108,11 @@ func electionEngine(c *Client, what, p, id, lockName string, opts []LockOption) 
 // campaign again when a leadership ends, as [Selector.Run] does, to stay
 // in the election.
 //
-// On failure Campaign returns an error naming the path and wrapping
-// ctx.Err() (and its cause), ErrClosed, or the ZooKeeper error, and leaves
-// no node behind.
+// Campaign waits for the connection too, as [Mutex.Acquire] does. On
+// failure it returns an error naming the path and wrapping ctx.Err() (and
+// its cause, and ErrNotConnected if ctx ended while the Client was not
+// connected), ErrClosed, or the ZooKeeper error, and leaves no node
+// behind.
 func (e *Election) Campaign(ctx context.Context) (*Hold, error) {
 	if err := e.valid(ctx, "campaign"); err != nil {
 		return nil, err

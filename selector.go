@@ -91,7 +91,8 @@ func (s *Selector) Lead(ctx context.Context, fn func(ctx context.Context) error)
 // without limit: Run is meant to keep a participant in the election for
 // the life of the process.
 //
-// Run returns an error wrapping ctx.Err() once ctx ends, ErrClosed once the
+// Run returns an error wrapping ctx.Err() once ctx ends (and
+// ErrNotConnected if the Client is not connected then), ErrClosed once the
 // Client is closed, or the error of a wait that failed other than on the
 // network, which waiting again would not cure (one wrapping zk.ErrNoAuth,
 // say); it never returns fn's error, and never nil. If fn panics, Run

@@ -90,8 +90,10 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 }
 
 // Acquire blocks until a lease is granted, ctx is done, or the Client is
-// closed. On failure it returns an error wrapping ctx.Err() (and its
-// cause), ErrClosed or the ZooKeeper error, and leaves no node behind.
+// closed; it waits for the connection too, as [Mutex.Acquire] does. On
+// failure it returns an error wrapping ctx.Err() (and its cause, and
+// ErrNotConnected if ctx ended while the Client was not connected),
+// ErrClosed or the ZooKeeper error, and leaves no node behind.
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	return oneLease(s.acquire(ctx, 1, false, nil))
 }
