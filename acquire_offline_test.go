@@ -200,7 +200,7 @@ func TestIntegration_AcquireWaitsForTheConnection(t *testing.T) {
 	o := newOffline(e)
 	rec := newLogRecorder(slog.LevelInfo)
 	c := o.client(e, zklock.WithLogger(slog.New(rec)))
-	const waiting = "zklock: acquires wait for the connection"
+	const waiting = "zklock: not connected: acquires wait for the connection"
 	records := func() int {
 		n := 0
 		for _, m := range rec.messages() {

@@ -59,8 +59,8 @@
 // [ErrNotConnected] and says for how long ("context deadline exceeded;
 // not connected for 4.2s (connection suspended)"), where a busy lock's
 // timeout names the holder ([HolderError]). The first acquire to wait in
-// an outage logs it at Info ("zklock: acquires wait for the connection"),
-// once per outage however many wait.
+// an outage logs it at Info ("zklock: not connected: acquires wait for
+// the connection"), once per outage however many wait.
 //
 // # Leader election
 //

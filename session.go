@@ -193,7 +193,7 @@ func (c *Client) waitLogged(p string) {
 	state, since := c.state, c.outage.since
 	c.mu.Unlock()
 	if first {
-		c.log.Info("zklock: acquires wait for the connection", "path", c.relPath(p), "state", state.String(),
+		c.log.Info("zklock: not connected: acquires wait for the connection", "path", c.relPath(p), "state", state.String(),
 			"for", time.Since(since).Round(time.Millisecond))
 	}
 }
