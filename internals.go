@@ -229,10 +229,11 @@ func (li *lockInternals) awaitUp(ctx context.Context, try bool) error {
 	if mutant("presession") { // test-only (zklock_mutant): an acquire creates its node whatever the connection, and records it under the session from before the create
 		return nil
 	}
-	if !try {
-		li.c.waitLogged(li.basePath)
+	lock := li.basePath
+	if try {
+		lock = ""
 	}
-	return li.c.awaitConnected(ctx, 0, 0)
+	return li.c.awaitConnectedFor(ctx, 0, 0, lock)
 }
 
 // createAndWait creates our node and waits until it holds the lock. On
@@ -873,10 +874,11 @@ func (w *waiter) await(ctx context.Context, v verdict, stateCh <-chan struct{}) 
 // is back, for as long as ctx allows. Our nodes live as long as the
 // session that made them: if it is lost, they are gone.
 func (w *waiter) recover(ctx context.Context) error {
-	if !w.try {
-		w.c.waitLogged(w.lock)
+	lock := w.lock
+	if w.try {
+		lock = ""
 	}
-	err := w.c.awaitConnected(ctx, w.session, 0)
+	err := w.c.awaitConnectedFor(ctx, w.session, 0, lock)
 	if errors.Is(err, errSessionChanged) {
 		return errNodeGone
 	}

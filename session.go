@@ -177,9 +177,9 @@ type outage struct {
 	waited bool      // an acquire has logged its wait for the connection (see waitLogged)
 }
 
-// waitLogged logs that an acquire of the lock at p (a full path) is about
-// to wait for the connection, if the connection is down and no acquire has
-// said so in this outage: one record at Info per outage, beside the
+// waitLogged logs that an acquire of the lock at p (a full path) waits
+// for the connection, if the connection is down and no acquire has said
+// so in this outage: one record at Info per outage, beside the
 // connection's own records, however many acquires wait, naming the first
 // one's lock and how long the connection has been down. A blocking
 // acquire waits for the connection for as long as its context allows, as
@@ -255,6 +255,13 @@ var errSessionChanged = errors.New("zklock: session lost")
 // ErrClosed. Unbounded, it still ends: a suspension ends within the session
 // timeout, with a reconnect or with the Client declaring the session lost.
 func (c *Client) awaitConnected(ctx context.Context, s int64, d time.Duration) error {
+	return c.awaitConnectedFor(ctx, s, d, "")
+}
+
+// awaitConnectedFor is awaitConnected for an acquire of the lock at p (a
+// full path; "" for none): if it has to wait, it says so first (see
+// waitLogged).
+func (c *Client) awaitConnectedFor(ctx context.Context, s int64, d time.Duration, p string) error {
 	var timeout <-chan time.Time
 	if d > 0 {
 		t := time.NewTimer(d)
@@ -272,6 +279,10 @@ func (c *Client) awaitConnected(ctx context.Context, s int64, d time.Duration) e
 			return errSessionChanged
 		case state == StateConnected || state == StateReconnected:
 			return nil
+		}
+		if p != "" {
+			c.waitLogged(p)
+			p = ""
 		}
 		select {
 		case <-ch:
