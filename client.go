@@ -75,6 +75,7 @@ type Client struct {
 	changed    chan struct{}           // closed and replaced at every transition
 	up         context.Context         // cancelled when the connection leaves Connected or Reconnected (see tryConnected)
 	upCancel   context.CancelCauseFunc // cancels up
+	outage     outage                  // the current outage, while up is cancelled
 	closeBound time.Time               // set by Close: see pastCloseBound
 	listeners  map[*listener]struct{}  // active Listen callbacks
 }

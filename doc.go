@@ -48,6 +48,20 @@
 // sees the loss. [NewSyncLocker]'s Unlock releases an ended hold first,
 // else the oldest.
 //
+// A blocking acquire (Lock, Acquire, AcquireN, Campaign, a Selector's
+// wait) waits for the connection as it waits for the lock, for as long as
+// its context allows, as etcd's concurrency package does: started while
+// the server is down, it goes on once the connection is back. The
+// context bounds that wait, not the retry policy (see [WithRetryPolicy]):
+// to fail fast while disconnected, as a Curator user may expect, give the
+// acquire a deadline, or use a Try. An acquire whose context ends while
+// the Client is not connected says so: its error wraps ctx.Err() and
+// [ErrNotConnected] and says for how long ("context deadline exceeded;
+// not connected for 4.2s (connection suspended)"), where a busy lock's
+// timeout names the holder ([HolderError]). The first acquire to wait in
+// an outage logs it at Info ("zklock: not connected: acquires wait for
+// the connection"), once per outage however many wait.
+//
 // # Leader election
 //
 // An [Election] is Curator's LeaderLatch on the same engine as the locks:

@@ -109,9 +109,11 @@ func electionEngine(c *Client, what, p, id, lockName string, opts []LockOption) 
 // campaign again when a leadership ends, as [Selector.Run] does, to stay
 // in the election.
 //
-// On failure Campaign returns an error naming the path and wrapping
-// ctx.Err() (and its cause), ErrClosed, or the ZooKeeper error, and leaves
-// no node behind.
+// Campaign waits for the connection too, as [Mutex.Acquire] does. On
+// failure it returns an error naming the path and wrapping ctx.Err() (and
+// its cause, and ErrNotConnected if ctx ended while the Client was not
+// connected), ErrClosed, or the ZooKeeper error, and leaves no node
+// behind.
 func (e *Election) Campaign(ctx context.Context) (*Hold, error) {
 	if err := e.valid(ctx, "campaign"); err != nil {
 		return nil, err
@@ -133,7 +135,10 @@ func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p str
 	var first string // the leader, as the engine last saw it
 	node, snap, err := acquireOwned(a.ctx, c, li, id, &first)
 	if err != nil {
-		return nil, a.failed(opErr(ctx, "campaign", p, c.nameHolder(ctx, shutdownErr(ctx, a.ctx, err), p, first)))
+		// Its owner check and its requeue wait outside the engine's acquire
+		// (see Client.offline).
+		err = shutdownErr(ctx, a.ctx, c.offline(ctx, err))
+		return nil, a.failed(opErr(ctx, "campaign", p, c.nameHolder(ctx, err, p, first)))
 	}
 	h := newHold(c, ctx, holdSpec{key: key, name: name, node: node, live: live, story: a.story, maxHold: a.maxHold})
 	if !h.watch(snap, nil) {

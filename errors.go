@@ -61,7 +61,11 @@ var (
 	// TryAcquire, when the Client has no session it can use: before its
 	// first session, while the connection is suspended, or once the
 	// session is lost. A Try that gets it does not know whether the lock
-	// is free; it leaves no node behind.
+	// is free; it leaves no node behind. A blocking acquire waits for the
+	// connection instead, and if its context ends while the Client is not
+	// connected, its error wraps ErrNotConnected beside ctx.Err() and says
+	// for how long the Client has not been connected (it names no holder:
+	// nobody is known to hold the lock).
 	ErrNotConnected = errors.New("zklock: not connected")
 
 	// ErrNoLeader is returned by [Election.Leader] and [Selector.Leader]

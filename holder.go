@@ -23,7 +23,9 @@ import (
 // leader), as the acquire last saw it, read once more when the acquire
 // failed: one request, on the failure path only (for a Semaphore, a
 // listing of its leases and a read of the oldest). An acquire whose holder could not be read then (gone meanwhile,
-// the connection down) returns its error without a HolderError.
+// the connection down) returns its error without a HolderError; one whose
+// context ended while the Client was not connected reads nothing, and its
+// error wraps ErrNotConnected and says for how long instead.
 type HolderError struct {
 	Path    string        // the lock's path, relative to the Client's namespace
 	Node    string        // the holder's node, relative to the namespace
@@ -129,8 +131,13 @@ func (c *Client) nameHolder(ctx context.Context, err error, p, first string) err
 }
 
 // busy reports whether err, an acquire's with ctx, is a busy Try's, or a
-// wait's that ctx ended.
+// wait's that ctx ended while the Client was connected (one that ended
+// while it was not says so instead: see Client.offline; the holder could
+// not be read then either).
 func busy(ctx context.Context, err error) bool {
+	if errors.Is(err, ErrNotConnected) {
+		return false
+	}
 	return errors.Is(err, ErrLocked) || ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
 

@@ -153,10 +153,15 @@ type placement struct {
 }
 
 // acquire queues a node and waits until it holds the lock, ctx ends, or the
-// Client closes. Every failure deletes the node it created; a node that
-// vanished while it waited is queued again, under the retry policy.
-func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (*lockNode, snapshot, error) {
+// Client closes. It waits for the connection too, before it queues and
+// while it waits, bounded by ctx alone. Every failure deletes the node it
+// created (once the connection is back, if it is down); a node that
+// vanished while it waited is queued again, under the retry policy. An
+// acquire that ctx ends while the Client is not connected says so, and
+// for how long (see Client.offline).
+func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (_ *lockNode, _ snapshot, err error) {
 	c := li.c
+	defer func() { err = c.offline(ctx, err) }()
 	if err := c.usable(); err != nil {
 		return nil, snapshot{}, err
 	}
@@ -178,7 +183,7 @@ func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (*lockNode
 		// Queue on a session that is up: a node created while the
 		// connection is down would only wait for it, and could land in a
 		// session that replaces the current one.
-		if err := li.awaitUp(ctx); err != nil {
+		if err := li.awaitUp(ctx, req.try); err != nil {
 			return nil, snapshot{}, err
 		}
 		n, snap, err := li.createAndWait(ctx, req)
@@ -217,12 +222,18 @@ func (li *lockInternals) acquireTry(ctx context.Context, req acquireReq) (n *loc
 	return n, snap, err
 }
 
-// awaitUp waits until the connection is up, before a create.
-func (li *lockInternals) awaitUp(ctx context.Context) error {
+// awaitUp waits until the connection is up, before a create; a Try's ctx
+// ends as soon as the connection is down (see Client.tryConnected), and
+// its wait is not logged.
+func (li *lockInternals) awaitUp(ctx context.Context, try bool) error {
 	if mutant("presession") { // test-only (zklock_mutant): an acquire creates its node whatever the connection, and records it under the session from before the create
 		return nil
 	}
-	return li.c.awaitConnected(ctx, 0, 0)
+	lock := li.basePath
+	if try {
+		lock = ""
+	}
+	return li.c.awaitConnectedFor(ctx, 0, 0, lock)
 }
 
 // createAndWait creates our node and waits until it holds the lock. On
@@ -509,7 +520,7 @@ func (li *lockInternals) wait(ctx context.Context, n *lockNode, req acquireReq, 
 		}
 		n.own = own
 	}
-	w := waiter{c: li.c, own: n, session: n.session, onRevoke: req.onRevoke, try: req.try}
+	w := waiter{c: li.c, lock: li.basePath, own: n, session: n.session, onRevoke: req.onRevoke, try: req.try}
 	if listed != nil {
 		w.pre = &pre
 	}
@@ -755,6 +766,7 @@ type verdict struct {
 // disconnect, for as long as ctx allows.
 type waiter struct {
 	c        *Client
+	lock     string    // full path of what it waits for, for the log
 	own      *lockNode // our node, whose events come first; may be nil
 	session  int64     // the session our nodes belong to
 	onRevoke func(string)
@@ -859,10 +871,14 @@ func (w *waiter) await(ctx context.Context, v verdict, stateCh <-chan struct{}) 
 }
 
 // recover waits, after a disconnect or a failed read, until the connection
-// is back. Our nodes live as long as the session that made them: if it is
-// lost, they are gone.
+// is back, for as long as ctx allows. Our nodes live as long as the
+// session that made them: if it is lost, they are gone.
 func (w *waiter) recover(ctx context.Context) error {
-	err := w.c.awaitConnected(ctx, w.session, 0)
+	lock := w.lock
+	if w.try {
+		lock = ""
+	}
+	err := w.c.awaitConnectedFor(ctx, w.session, 0, lock)
 	if errors.Is(err, errSessionChanged) {
 		return errNodeGone
 	}

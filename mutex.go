@@ -144,9 +144,14 @@ func (m *Mutex) TryLock(ctx context.Context) (*Hold, error) {
 // ErrReleased after the last Release, with cause ErrLockLost when the hold
 // is lost. It keeps ctx's values but not its deadline or cancellation.
 //
-// On failure Acquire returns an error naming the path and wrapping
-// ctx.Err() (and its cause), ErrClosed, or the ZooKeeper error, and leaves
-// no node behind.
+// Acquire waits for the connection too, for as long as ctx allows (the
+// retry policy does not bound that wait). On failure it returns an error
+// naming the path and wrapping ctx.Err() (and its cause), ErrClosed, or
+// the ZooKeeper error, and leaves no node behind (a node it cannot delete
+// while the connection is down is deleted once it is back). When ctx ends
+// while the Client is not connected, the error also wraps ErrNotConnected
+// and says for how long; while connected, it names the holder
+// ([HolderError]).
 func (m *Mutex) Acquire(ctx context.Context) (context.Context, error) {
 	return m.acquire(ctx, false)
 }

@@ -109,9 +109,21 @@ func WithConnectTimeout(d time.Duration) Option {
 	}
 }
 
-// WithRetryPolicy sets the policy for retrying operations that fail with a
-// connection loss, and for re-creating a lock node that vanished while its
-// owner waited. The default is ExponentialBackoff{Base: 100ms, MaxRetries: 3}.
+// WithRetryPolicy sets the policy for two things only: retrying a
+// ZooKeeper request that failed with a connection loss while the
+// connection was believed up (between retries the Client waits for the
+// connection, each time up to the connect timeout), and re-creating a lock
+// node that vanished while its owner waited (its session expired, someone
+// deleted it). The default is ExponentialBackoff{Base: 100ms,
+// MaxRetries: 3}.
+//
+// It does not bound how long a blocking acquire (Lock, Acquire, AcquireN,
+// Campaign, a Selector's wait) waits for the connection: that acquire
+// waits, for the lock and for the connection alike, as long as its
+// context allows, and one started while the server is down goes on once
+// it is back. Its error, if the context ends while the Client is not
+// connected, wraps ctx.Err() and ErrNotConnected. TryLock and TryAcquire
+// never wait for the connection: they fail at once with ErrNotConnected.
 func WithRetryPolicy(p RetryPolicy) Option {
 	return func(o *options) {
 		if p == nil {

@@ -13,7 +13,9 @@ import (
 // RetryPolicy decides whether a failed operation is tried again. The Client
 // consults it for ZooKeeper operations that fail with a connection loss, and
 // the lock engine consults it before it re-creates a lock node that vanished
-// while it waited (for example after a session expiry).
+// while it waited (for example after a session expiry). It does not bound
+// a blocking acquire's wait for the connection, which only the acquire's
+// context bounds (see [WithRetryPolicy]).
 //
 // AllowRetry is called with the number of retries made so far (0 before the
 // first retry) and the time elapsed since the first attempt. It returns how

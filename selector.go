@@ -129,7 +129,8 @@ func (s *Selector) Term(ctx context.Context) (*Hold, error) {
 // without limit: Run is meant to keep a participant in the election for
 // the life of the process.
 //
-// Run returns an error wrapping ctx.Err() once ctx ends, ErrClosed once the
+// Run returns an error wrapping ctx.Err() once ctx ends (and
+// ErrNotConnected if the Client is not connected then), ErrClosed once the
 // Client is closed, or the error of a wait that failed other than on the
 // network, which waiting again would not cure (one wrapping zk.ErrNoAuth,
 // say); it never returns fn's error, and never nil. If fn panics, Run
@@ -150,7 +151,7 @@ func (s *Selector) Run(ctx context.Context, fn func(ctx context.Context) error) 
 			}
 		}
 		if ctx.Err() != nil {
-			return opErr(ctx, "run", s.m.path, ctx.Err())
+			return opErr(ctx, "run", s.m.path, s.m.c.offline(ctx, ctx.Err()))
 		}
 		switch {
 		case hd == nil && !requeues(err): // a wait that cannot succeed
@@ -180,13 +181,13 @@ func requeues(err error) bool {
 func (s *Selector) pause(ctx context.Context) error {
 	c := s.m.c
 	if err := c.awaitConnected(ctx, 0, 0); err != nil {
-		return opErr(ctx, "run", s.m.path, err)
+		return opErr(ctx, "run", s.m.path, c.offline(ctx, err))
 	}
 	select {
 	case <-backOff(c):
 		return nil
 	case <-ctx.Done():
-		return opErr(ctx, "run", s.m.path, ctx.Err())
+		return opErr(ctx, "run", s.m.path, c.offline(ctx, ctx.Err()))
 	case <-c.closing:
 		return wrapf(ErrClosed, "run %s", s.m.path)
 	}

@@ -90,8 +90,10 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 }
 
 // Acquire blocks until a lease is granted, ctx is done, or the Client is
-// closed. On failure it returns an error wrapping ctx.Err() (and its
-// cause), ErrClosed or the ZooKeeper error, and leaves no node behind.
+// closed; it waits for the connection too, as [Mutex.Acquire] does. On
+// failure it returns an error wrapping ctx.Err() (and its cause, and
+// ErrNotConnected if ctx ended while the Client was not connected),
+// ErrClosed or the ZooKeeper error, and leaves no node behind.
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	return oneLease(s.acquire(ctx, 1, false, nil))
 }
@@ -176,15 +178,18 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool, refused error)
 		return nil, err
 	}
 	defer a.stop()
+	// Its lease protocol waits outside the engine's acquire: an error that
+	// ctx ended while the Client was not connected says so here (see
+	// Client.offline).
 	r := newRetrier(s.c.opts.retry)
 	for {
 		if err := a.ctx.Err(); err != nil {
-			return nil, a.failed(opErr(ctx, "acquire", s.path, shutdownErr(ctx, a.ctx, err)))
+			return nil, a.failed(opErr(ctx, "acquire", s.path, shutdownErr(ctx, a.ctx, s.c.offline(ctx, err))))
 		}
 		leases, err := s.acquireOnceTry(a.ctx, n, try, grantTo{ctx, a.story, a.maxHold})
 		if !errors.Is(err, errNodeGone) {
 			if err != nil {
-				return nil, a.failed(opErr(ctx, "acquire", s.path, s.nameHolder(ctx, shutdownErr(ctx, a.ctx, err))))
+				return nil, a.failed(opErr(ctx, "acquire", s.path, s.nameHolder(ctx, shutdownErr(ctx, a.ctx, s.c.offline(ctx, err)))))
 			}
 			holds := make([]*hold, len(leases))
 			for i, l := range leases {
@@ -194,7 +199,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool, refused error)
 			return leases, nil
 		}
 		if err := r.again(a.ctx, s.c.closing, "a lease of "+s.path); err != nil {
-			return nil, a.failed(opErr(ctx, "acquire", s.path, shutdownErr(ctx, a.ctx, err)))
+			return nil, a.failed(opErr(ctx, "acquire", s.path, shutdownErr(ctx, a.ctx, s.c.offline(ctx, err))))
 		}
 	}
 }
@@ -268,7 +273,7 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, to grantTo
 	// The leases' own watches, which learn their tokens, are left to their
 	// holds, as for a Mutex granted at once: a grant costs the creates'
 	// round trip alone.
-	w := waiter{c: c, session: nodes[0].session, try: try}
+	w := waiter{c: c, lock: c.fullPath(s.path), session: nodes[0].session, try: try}
 	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) {
 		if first == nil {
 			return s.decide(ctx, nodes)

@@ -154,7 +154,8 @@ func (c *Client) notConnectedLocked() error {
 
 // setUpLocked keeps c.up in step with the state: a live context while
 // the connection is up (Connected or Reconnected), cancelled with why it
-// is not otherwise. c.mu must be held (or c not yet shared).
+// is not otherwise; an outage begins when c.up is cancelled. c.mu must be
+// held (or c not yet shared).
 func (c *Client) setUpLocked() {
 	if c.state == StateConnected || c.state == StateReconnected {
 		if c.up.Err() != nil {
@@ -162,7 +163,59 @@ func (c *Client) setUpLocked() {
 		}
 		return
 	}
+	if c.up.Err() == nil {
+		c.outage = outage{since: time.Now()}
+	}
 	c.upCancel(c.notConnectedLocked())
+}
+
+// outage is the span during which the connection is not up: from when it
+// left Connected or Reconnected (or from the Client's making, before its
+// first session) until it is up again.
+type outage struct {
+	since  time.Time // when it began
+	waited bool      // an acquire has logged its wait for the connection (see waitLogged)
+}
+
+// waitLogged logs that an acquire of the lock at p (a full path) waits
+// for the connection, if the connection is down and no acquire has said
+// so in this outage: one record at Info per outage, beside the
+// connection's own records, however many acquires wait, naming the first
+// one's lock and how long the connection has been down. A blocking
+// acquire waits for the connection for as long as its context allows, as
+// etcd's concurrency package does; the retry policy does not bound it.
+func (c *Client) waitLogged(p string) {
+	c.mu.Lock()
+	first := !c.outage.waited && (c.state == StateSuspended || c.state == StateLost)
+	if first {
+		c.outage.waited = true
+	}
+	state, since := c.state, c.outage.since
+	c.mu.Unlock()
+	if first {
+		c.log.Info("zklock: not connected: acquires wait for the connection", "path", c.relPath(p), "state", state.String(),
+			"for", time.Since(since).Round(time.Millisecond))
+	}
+}
+
+// offline returns err, the error of an acquire with ctx, as one that also
+// wraps why the Client is not connected (ErrNotConnected) and says for
+// how long, if err is ctx's own and the Client is not connected now: the
+// acquire ended while it waited for the connection, not (only) for the
+// lock, and its timeout must not read as a busy lock's. Any other err,
+// and one that says so already, is returned as it is.
+func (c *Client) offline(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) || errors.Is(err, ErrNotConnected) {
+		return err
+	}
+	c.mu.Lock()
+	why, since := c.notConnectedLocked(), c.outage.since
+	c.mu.Unlock()
+	if why == nil || errors.Is(why, ErrClosed) {
+		return err
+	}
+	return &wrapError{msg: fmt.Sprintf("%s; not connected for %v (%s)", err, time.Since(since).Round(time.Millisecond), unprefixed(why)),
+		errs: []error{err, why}}
 }
 
 // tryConnected runs f, a Try acquire, under a context derived from ctx
@@ -202,6 +255,13 @@ var errSessionChanged = errors.New("zklock: session lost")
 // ErrClosed. Unbounded, it still ends: a suspension ends within the session
 // timeout, with a reconnect or with the Client declaring the session lost.
 func (c *Client) awaitConnected(ctx context.Context, s int64, d time.Duration) error {
+	return c.awaitConnectedFor(ctx, s, d, "")
+}
+
+// awaitConnectedFor is awaitConnected for an acquire of the lock at p (a
+// full path; "" for none): if it has to wait, it says so first (see
+// waitLogged).
+func (c *Client) awaitConnectedFor(ctx context.Context, s int64, d time.Duration, p string) error {
 	var timeout <-chan time.Time
 	if d > 0 {
 		t := time.NewTimer(d)
@@ -219,6 +279,10 @@ func (c *Client) awaitConnected(ctx context.Context, s int64, d time.Duration) e
 			return errSessionChanged
 		case state == StateConnected || state == StateReconnected:
 			return nil
+		}
+		if p != "" {
+			c.waitLogged(p)
+			p = ""
 		}
 		select {
 		case <-ch:
