@@ -26,10 +26,13 @@ import (
 // sends in a session with its first watch.
 //
 // What stays unordered: a Client of NewClient (whose socket is the
-// caller's); a reconnect before the guard watch's answer came; a close
-// request sent during a cut (it is written at once, the session ending);
-// and a set-watches request go-zookeeper takes longer than the late
-// release to send (see hold).
+// caller's); a reconnect before the guard watch's answer came; and a
+// set-watches request go-zookeeper takes longer than the late release to
+// send, or, behind a close request, longer than closeHeld (see hold).
+
+// closeHeld bounds how long a held close request waits for the set-watches
+// request: well within the second go-zookeeper's Close waits for its reply.
+const closeHeld = 400 * time.Millisecond
 
 // Requests of go-zookeeper's that hold treats apart.
 const (
@@ -39,10 +42,11 @@ const (
 )
 
 // hold keeps b back if the socket is holding (see the top of this file),
-// and writes what it kept once b is the set-watches request, or the close
-// request (which go-zookeeper may queue before its set-watches request;
-// held, it would be lost with the session left to expire). It reports
-// whether it wrote or kept b; if not, Write writes it as usual.
+// and writes what it kept once b is the set-watches request. A close
+// request (which go-zookeeper may queue before its set-watches request)
+// is kept for closeHeld at most: kept longer, go-zookeeper would give it
+// up, and the session would stand until it expired. It reports whether
+// it wrote or kept b; if not, Write writes it as usual.
 //
 // Only a connection that takes up the session in which go-zookeeper holds
 // the Client's guard watch holds; a new session has no watches to set, and
@@ -69,11 +73,22 @@ func (sk *socket) hold(b []byte) (n int, held bool, err error) {
 		return 0, false, nil
 	case op == opSetAuth && len(sk.pending) == 0:
 		return 0, false, nil
-	case op == opSetWatches || op == opClose:
+	case op == opSetWatches:
 		sk.pending = append(sk.pending, b...)
 		if err := sk.releaseLocked(); err != nil {
 			return 0, true, err
 		}
+		return len(b), true, nil
+	case op == opClose:
+		// Held too, but not for long: go-zookeeper gives its close request
+		// a second, then drops it and the session stands until it expires.
+		// Its reply's zxid, recorded while go-zookeeper reads its last
+		// zxid for set-watches, is the race this file is about.
+		sk.pending = append(sk.pending, b...)
+		if sk.late != nil {
+			sk.late.Stop()
+		}
+		sk.late = time.AfterFunc(min(sk.timeout/10, closeHeld), sk.release)
 		return len(b), true, nil
 	default:
 		if sk.late == nil {

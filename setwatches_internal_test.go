@@ -133,17 +133,35 @@ func TestSocketHoldsUntilSetWatches(t *testing.T) {
 	assert.Equal(t, later, read(t, got, time.Second), "an open socket writes at once")
 }
 
-// go-zookeeper's Close sends its close request without setting watches:
-// it goes out at once, behind what was held.
-func TestSocketCloseRequestReleases(t *testing.T) {
+// go-zookeeper's Close may queue its close request before its
+// set-watches request: the close waits for it, and all goes in
+// go-zookeeper's order, so that the close's answer cannot reach
+// go-zookeeper while it reads its last zxid. Without a set-watches
+// request, the close goes out after closeHeld, within the second
+// go-zookeeper waits for its answer.
+func TestSocketCloseRequestWaitsBriefly(t *testing.T) {
 	sk, got := greeted(t, 0x42, time.Hour)
-	exists, closing := packet(1, 3, 'e'), packet(2, opClose)
+	exists, closing, sw := packet(1, 3, 'e'), packet(2, opClose), packet(3, opSetWatches, 's')
 	for _, b := range [][]byte{exists, closing} {
 		_, err := sk.Write(b)
 		require.NoError(t, err)
 	}
-	want := concat(exists, closing)
+	none(t, got, 50*time.Millisecond)
+	_, err := sk.Write(sw)
+	require.NoError(t, err)
+	want := concat(exists, closing, sw)
 	assert.Equal(t, want, readN(t, got, len(want)))
+
+	sk, got = greeted(t, 0x42, time.Hour)
+	start := time.Now()
+	for _, b := range [][]byte{exists, closing} {
+		_, err := sk.Write(b)
+		require.NoError(t, err)
+	}
+	want = concat(exists, closing)
+	assert.Equal(t, want, readN(t, got, len(want)))
+	assert.GreaterOrEqual(t, time.Since(start), closeHeld)
+	assert.Less(t, time.Since(start), 900*time.Millisecond, "well within go-zookeeper's second")
 }
 
 // A connection for a new session (go-zookeeper has no watches to set
