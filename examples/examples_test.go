@@ -9,18 +9,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Each example, copied with its test into a module of the user's
 // (example.com/<name>, outside this repository, its go.mod requiring
@@ -44,6 +50,7 @@ func TestExamplesBuildOutsideTheRepository(t *testing.T) {
 	refused := refusedAddr(t)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
+			assertImports(t, name)
 			dir := copyExample(t, repo, name)
 			bin := filepath.Join(t.TempDir(), name)
 			goCmd(t, dir, "build", "-o", bin, ".")
@@ -58,6 +65,39 @@ func TestExamplesBuildOutsideTheRepository(t *testing.T) {
 			r = runExample(t, bin, nil, "-h")
 			assert.Contains(t, r.stderr, "127.0.0.1:2181", "-h: the default without ZK_SERVERS")
 		})
+	}
+}
+
+// allowed are the packages an example may import besides the standard
+// library's: zklock's public ones, go-zookeeper, whose types zklock's API
+// takes and returns, and, for the metrics example, Prometheus's.
+var allowed = []string{"github.com/zklock/zklock", "github.com/zklock/zklock/", "github.com/go-zookeeper/zk"}
+
+// assertImports checks that the example's commands import only the
+// standard library and allowed packages, none of them internal.
+func assertImports(t *testing.T, name string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(name, "*.go"))
+	require.NoError(t, err)
+	ok := slices.Clone(allowed)
+	if name == "metrics" {
+		ok = append(ok, "github.com/prometheus/")
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+		require.NoError(t, err)
+		for _, imp := range parsed.Imports {
+			p, err := strconv.Unquote(imp.Path.Value)
+			require.NoError(t, err)
+			std := !strings.Contains(strings.Split(p, "/")[0], ".")
+			public := slices.ContainsFunc(ok, func(a string) bool {
+				return p == a || strings.HasSuffix(a, "/") && strings.HasPrefix(p, a)
+			}) && !slices.Contains(strings.Split(p, "/"), "internal")
+			assert.True(t, std || public, "%s imports %s", f, p)
+		}
 	}
 }
 

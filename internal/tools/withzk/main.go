@@ -69,6 +69,9 @@ func start(stderr io.Writer) (*zktest.Cluster, error) {
 	defer stop()
 	fmt.Fprintln(stderr, "withzk: ZK_SERVERS is unset: starting a ZooKeeper server...")
 	cluster, err := zktest.Start(ctx, zktest.Config{})
+	if err != nil && ctx.Err() != nil {
+		return nil, errors.New("interrupted while starting ZooKeeper")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start ZooKeeper (make deps installs it): %w", err)
 	}
