@@ -58,16 +58,21 @@ integration:
 # Every example under examples/ runs, as a command, and checks its own
 # property (its exit status). Their tests (examples/*/main_test.go) and the
 # root package's Example functions also run in `make unit`, under ./...
+# The examples take their servers from ZK_SERVERS (their -zk flag's
+# default): withzk (internal/tools/withzk) runs them with the ensemble
+# ZK_SERVERS names, or else with a ZooKeeper server it starts for them and
+# stops when they end, however they end (Ctrl-C included).
+WITHZK   := $(GO) run ./internal/tools/withzk
 EXAMPLES := mutex rwlock semaphore multilock revoke fencing election
 example: deps
-	@set -e; for e in $(EXAMPLES); do echo "== go run ./examples/$$e"; $(GO) run ./examples/$$e; done
-	@echo "== cd examples/metrics && go run ."; cd examples/metrics && $(GO) run .
+	@$(WITHZK) sh -ec 'for e in $(EXAMPLES); do echo "== go run ./examples/$$e"; $(GO) run ./examples/$$e; done; \
+		echo "== cd examples/metrics && go run ."; cd examples/metrics && $(GO) run .'
 
 # The README's first command: the flash-sale oversell scenario, without a
-# lock and with zklock's Mutex and Semaphore. Starts its own ZooKeeper
-# unless ZK_SERVERS is set.
+# lock and with zklock's Mutex and Semaphore, on a ZooKeeper of its own
+# unless ZK_SERVERS is set. DEMOFLAGS='-buyers 3000' changes its size.
 demo: deps
-	$(GO) run ./examples/seckill
+	@$(WITHZK) $(GO) run ./examples/seckill $(DEMOFLAGS)
 
 # Benchmarks (not part of `make test`): BENCHMARKS.md's workloads for zklock,
 # Apache Curator and zk.Lock against a ZooKeeper of their own (Java's

@@ -1,27 +1,45 @@
 // Command election shows three ZooKeeper sessions electing a leader with
 // a zklock Election (Curator's LeaderLatch layout). Each leader writes
 // with its fencing token, then resigns, and the next in line leads; an
-// observer reports every change, including the moment with no leader. It
-// uses the ensemble in ZK_SERVERS (comma-separated host:port), or starts a
-// throwaway ZooKeeper server when ZK_SERVERS is unset.
+// observer reports every change, including the moment with no leader.
 //
-//	go run ./examples/election
+// It connects to the ZooKeeper servers -zk names (host:port,...), by
+// default those in ZK_SERVERS, else 127.0.0.1:2181, where `zklock dev`
+// serves one:
+//
+//	go run ./examples/election [-zk host:port,...]
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/exampleenv"
 )
 
-func main() { exampleenv.Main(run) }
+func main() {
+	servers := flag.String("zk", cmp.Or(os.Getenv("ZK_SERVERS"), "127.0.0.1:2181"),
+		"ZooKeeper servers, host:port,... (ZK_SERVERS if set)")
+	flag.Parse()
+	err := run(context.Background(), os.Stdout, []string{*servers})
+	if errors.Is(err, zk.ErrNoServer) {
+		err = fmt.Errorf("cannot reach ZooKeeper at %s (start one with `zklock dev`, or name yours with -zk or ZK_SERVERS): %w", *servers, err)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "election:", err)
+		os.Exit(1)
+	}
+}
 
 const electionPath = "/examples/election"
 

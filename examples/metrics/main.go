@@ -8,28 +8,32 @@
 // was done. The series are labelled by recipe and outcome, not by lock
 // path: a service with a lock per job keeps a handful of series.
 //
-// It uses the ensemble in ZK_SERVERS (comma-separated host:port), or starts
-// a throwaway ZooKeeper server when ZK_SERVERS is unset. It is a module of
-// its own:
+// It connects to the ZooKeeper servers -zk names (host:port,...), by
+// default those in ZK_SERVERS, else 127.0.0.1:2181, where `zklock dev`
+// serves one. It is a module of its own:
 //
-//	cd examples/metrics && go run .
+//	cd examples/metrics && go run . [-zk host:port,...]
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/exampleenv"
 	"github.com/zklock/zklock/zklockprom"
 )
 
@@ -56,7 +60,19 @@ func (t tally) events() int {
 	return 2*(t.acquired+t.busy+t.timedOut) + t.released + t.lost + t.revoked
 }
 
-func main() { exampleenv.Main(run) }
+func main() {
+	servers := flag.String("zk", cmp.Or(os.Getenv("ZK_SERVERS"), "127.0.0.1:2181"),
+		"ZooKeeper servers, host:port,... (ZK_SERVERS if set)")
+	flag.Parse()
+	err := run(context.Background(), os.Stdout, []string{*servers})
+	if errors.Is(err, zk.ErrNoServer) {
+		err = fmt.Errorf("cannot reach ZooKeeper at %s (start one with `zklock dev`, or name yours with -zk or ZK_SERVERS): %w", *servers, err)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "metrics:", err)
+		os.Exit(1)
+	}
+}
 
 // run runs the workload on sessions that report to one set of metrics,
 // waits until the Observers have seen every event, and prints the metrics.
@@ -66,7 +82,7 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 		return err
 	}
 	defer admin.Close()
-	defer exampleenv.Cleanup(admin.Conn(), root) // after the sessions close
+	defer cleanup(admin.Conn(), root) // after the sessions close
 	col := zklockprom.New(zklockprom.Options{})
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(col); err != nil {
@@ -321,4 +337,42 @@ func hasLabels(m *dto.Metric, kv []string) bool {
 		}
 	}
 	return true
+}
+
+// cleanup deletes tree and everything under it, then each ancestor of
+// tree that is left empty, so that the example leaves nothing behind.
+func cleanup(conn *zk.Conn, tree string) error {
+	if err := deleteTree(conn, tree); err != nil {
+		return err
+	}
+	for p := path.Dir(tree); p != "/"; p = path.Dir(p) {
+		err := conn.Delete(p, -1)
+		if errors.Is(err, zk.ErrNotEmpty) {
+			return nil
+		}
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteTree deletes p and everything under it.
+func deleteTree(conn *zk.Conn, p string) error {
+	children, _, err := conn.Children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, child := range children {
+		if err := deleteTree(conn, path.Join(p, child)); err != nil {
+			return err
+		}
+	}
+	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return nil
 }

@@ -7,17 +7,22 @@
 // conserved. Each transfer writes both balances with Hold.Multi: one
 // transaction that commits only while both lock nodes exist.
 //
-// It uses the ensemble in ZK_SERVERS (comma-separated host:port), or starts
-// a throwaway ZooKeeper server when ZK_SERVERS is unset.
+// It connects to the ZooKeeper servers -zk names (host:port,...), by
+// default those in ZK_SERVERS, else 127.0.0.1:2181, where `zklock dev`
+// serves one:
 //
-//	go run ./examples/multilock
+//	go run ./examples/multilock [-zk host:port,...]
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path"
 	"strconv"
 	"sync"
 	"time"
@@ -25,7 +30,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/exampleenv"
 )
 
 const (
@@ -45,7 +49,19 @@ var accounts = map[string]account{
 	"B": {"B", root + "/accounts/B", root + "/locks/B"},
 }
 
-func main() { exampleenv.Main(run) }
+func main() {
+	servers := flag.String("zk", cmp.Or(os.Getenv("ZK_SERVERS"), "127.0.0.1:2181"),
+		"ZooKeeper servers, host:port,... (ZK_SERVERS if set)")
+	flag.Parse()
+	err := run(context.Background(), os.Stdout, []string{*servers})
+	if errors.Is(err, zk.ErrNoServer) {
+		err = fmt.Errorf("cannot reach ZooKeeper at %s (start one with `zklock dev`, or name yours with -zk or ZK_SERVERS): %w", *servers, err)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "multilock:", err)
+		os.Exit(1)
+	}
+}
 
 // run opens both accounts, runs the transfers, and fails if the total is
 // not conserved or the transfers did not finish within the deadline (a
@@ -56,9 +72,9 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 		return err
 	}
 	defer admin.Close()
-	defer exampleenv.Cleanup(admin.Conn(), root) // after the sessions close
+	defer cleanup(admin.Conn(), root) // after the sessions close
 	for _, a := range accounts {
-		if err := exampleenv.Put(admin.Conn(), a.balance, strconv.Itoa(opening)); err != nil {
+		if err := put(admin.Conn(), a.balance, strconv.Itoa(opening)); err != nil {
 			return err
 		}
 	}
@@ -157,4 +173,61 @@ func balance(conn *zk.Conn, a account) (int, error) {
 		return 0, fmt.Errorf("read %s: %w", a.name, err)
 	}
 	return strconv.Atoi(string(data))
+}
+
+// cleanup deletes tree and everything under it, then each ancestor of
+// tree that is left empty, so that the example leaves nothing behind.
+func cleanup(conn *zk.Conn, tree string) error {
+	if err := deleteTree(conn, tree); err != nil {
+		return err
+	}
+	for p := path.Dir(tree); p != "/"; p = path.Dir(p) {
+		err := conn.Delete(p, -1)
+		if errors.Is(err, zk.ErrNotEmpty) {
+			return nil
+		}
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteTree deletes p and everything under it.
+func deleteTree(conn *zk.Conn, p string) error {
+	children, _, err := conn.Children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, child := range children {
+		if err := deleteTree(conn, path.Join(p, child)); err != nil {
+			return err
+		}
+	}
+	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return nil
+}
+
+// put sets the node at p to value, creating it and its missing ancestors
+// if needed.
+func put(conn *zk.Conn, p, value string) error {
+	_, err := conn.Set(p, []byte(value), -1)
+	if !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	for i := 1; i < len(p); i++ { // the ancestors, from the top
+		if p[i] == '/' {
+			_, err := conn.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll))
+			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				return err
+			}
+		}
+	}
+	_, err = conn.Create(p, []byte(value), 0, zk.WorldACL(zk.PermAll))
+	return err
 }

@@ -1,24 +1,43 @@
 // Command mutex shows two ZooKeeper sessions taking turns on one zklock
-// Mutex. It uses the ensemble in ZK_SERVERS (comma-separated host:port), or
-// starts a throwaway ZooKeeper server when ZK_SERVERS is unset.
+// Mutex.
 //
-//	go run ./examples/mutex
+// It connects to the ZooKeeper servers -zk names (host:port,...), by
+// default those in ZK_SERVERS, else 127.0.0.1:2181, where `zklock dev`
+// serves one:
+//
+//	go run ./examples/mutex [-zk host:port,...]
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/exampleenv"
 )
 
-func main() { exampleenv.Main(run) }
+func main() {
+	servers := flag.String("zk", cmp.Or(os.Getenv("ZK_SERVERS"), "127.0.0.1:2181"),
+		"ZooKeeper servers, host:port,... (ZK_SERVERS if set)")
+	flag.Parse()
+	err := run(context.Background(), os.Stdout, []string{*servers})
+	if errors.Is(err, zk.ErrNoServer) {
+		err = fmt.Errorf("cannot reach ZooKeeper at %s (start one with `zklock dev`, or name yours with -zk or ZK_SERVERS): %w", *servers, err)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mutex:", err)
+		os.Exit(1)
+	}
+}
 
 // run lets alice and bob, each a session of its own, take the lock three
 // times each, and fails if both were ever inside at once.

@@ -9,17 +9,22 @@
 // come in between. Readers hold the read lock while they read both keys,
 // so none ever sees a half-written configuration.
 //
-// It uses the ensemble in ZK_SERVERS (comma-separated host:port), or starts
-// a throwaway ZooKeeper server when ZK_SERVERS is unset.
+// It connects to the ZooKeeper servers -zk names (host:port,...), by
+// default those in ZK_SERVERS, else 127.0.0.1:2181, where `zklock dev`
+// serves one:
 //
-//	go run ./examples/rwlock
+//	go run ./examples/rwlock [-zk host:port,...]
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +32,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/exampleenv"
 )
 
 const (
@@ -40,7 +44,19 @@ const (
 	halfway  = 20 * time.Millisecond // between the writer's two writes
 )
 
-func main() { exampleenv.Main(run) }
+func main() {
+	servers := flag.String("zk", cmp.Or(os.Getenv("ZK_SERVERS"), "127.0.0.1:2181"),
+		"ZooKeeper servers, host:port,... (ZK_SERVERS if set)")
+	flag.Parse()
+	err := run(context.Background(), os.Stdout, []string{*servers})
+	if errors.Is(err, zk.ErrNoServer) {
+		err = fmt.Errorf("cannot reach ZooKeeper at %s (start one with `zklock dev`, or name yours with -zk or ZK_SERVERS): %w", *servers, err)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rwlock:", err)
+		os.Exit(1)
+	}
+}
 
 // run publishes the configurations while the readers read, and fails if a
 // reader or the writer ever saw keys that do not match.
@@ -50,7 +66,7 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 		return err
 	}
 	defer admin.Close()
-	defer exampleenv.Cleanup(admin.Conn(), root)
+	defer cleanup(admin.Conn(), root)
 	if err := setConfig(admin.Conn(), "v0"); err != nil {
 		return err
 	}
@@ -189,7 +205,7 @@ func setConfig(conn *zk.Conn, version string) error {
 		if i == 1 {
 			time.Sleep(halfway) // a slow writer: the window a lock must cover
 		}
-		if err := exampleenv.Put(conn, key, version); err != nil {
+		if err := put(conn, key, version); err != nil {
 			return err
 		}
 	}
@@ -204,4 +220,61 @@ func getConfig(conn *zk.Conn) (a, b string, err error) {
 	}
 	db, _, err := conn.Get(keyB)
 	return string(da), string(db), err
+}
+
+// cleanup deletes tree and everything under it, then each ancestor of
+// tree that is left empty, so that the example leaves nothing behind.
+func cleanup(conn *zk.Conn, tree string) error {
+	if err := deleteTree(conn, tree); err != nil {
+		return err
+	}
+	for p := path.Dir(tree); p != "/"; p = path.Dir(p) {
+		err := conn.Delete(p, -1)
+		if errors.Is(err, zk.ErrNotEmpty) {
+			return nil
+		}
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteTree deletes p and everything under it.
+func deleteTree(conn *zk.Conn, p string) error {
+	children, _, err := conn.Children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, child := range children {
+		if err := deleteTree(conn, path.Join(p, child)); err != nil {
+			return err
+		}
+	}
+	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return nil
+}
+
+// put sets the node at p to value, creating it and its missing ancestors
+// if needed.
+func put(conn *zk.Conn, p, value string) error {
+	_, err := conn.Set(p, []byte(value), -1)
+	if !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	for i := 1; i < len(p); i++ { // the ancestors, from the top
+		if p[i] == '/' {
+			_, err := conn.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll))
+			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				return err
+			}
+		}
+	}
+	_, err = conn.Create(p, []byte(value), 0, zk.WorldACL(zk.PermAll))
+	return err
 }

@@ -9,19 +9,23 @@
 //   - With a zklock Semaphore limiting concurrent checkouts to a few, and a
 //     versioned write of the stock, exactly 100 are sold too.
 //
-// It uses the ensemble in ZK_SERVERS (comma-separated host:port), or starts
-// a throwaway ZooKeeper server when ZK_SERVERS is unset.
+// It connects to the ZooKeeper servers -zk names (host:port,...), by
+// default those in ZK_SERVERS, else 127.0.0.1:2181, where `zklock dev`
+// serves one:
 //
-//	go run ./examples/seckill [-stock 100] [-buyers 1500] [-sessions 10]
+//	go run ./examples/seckill [-zk host:port,...] [-stock 100] [-buyers 1500] [-sessions 10] [-leases 5]
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
-	"github.com/zklock/zklock/internal/exampleenv"
+	"github.com/go-zookeeper/zk"
 )
 
 // config is the size of the sale.
@@ -38,10 +42,17 @@ func main() {
 	flag.IntVar(&cfg.buyers, "buyers", 1500, "buyers, each trying to buy one item")
 	flag.IntVar(&cfg.sessions, "sessions", 10, "ZooKeeper sessions the buyers are spread over")
 	flag.IntVar(&cfg.leases, "leases", 5, "concurrent checkouts allowed by the semaphore")
+	servers := flag.String("zk", cmp.Or(os.Getenv("ZK_SERVERS"), "127.0.0.1:2181"),
+		"ZooKeeper servers, host:port,... (ZK_SERVERS if set)")
 	flag.Parse()
-	exampleenv.Main(func(ctx context.Context, out io.Writer, servers []string) error {
-		return run(ctx, out, servers, cfg)
-	})
+	err := run(context.Background(), os.Stdout, []string{*servers}, cfg)
+	if errors.Is(err, zk.ErrNoServer) {
+		err = fmt.Errorf("cannot reach ZooKeeper at %s (start one with `zklock dev`, or name yours with -zk or ZK_SERVERS): %w", *servers, err)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "seckill:", err)
+		os.Exit(1)
+	}
 }
 
 // run sells cfg.stock items to cfg.buyers buyers three times: without a

@@ -10,17 +10,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
-	"github.com/zklock/zklock/internal/leakcheck"
 	"github.com/zklock/zklock/zktest"
 )
 
-func TestMain(m *testing.M) { leakcheck.Main(m) }
+func TestMain(m *testing.M) { zktest.Main(m) }
 
 // The demo oversells without a lock, and sells exactly the stock with the
 // Mutex and with the Semaphore.
 func TestIntegration_Seckill(t *testing.T) {
-	servers := zktest.Shared(t).Servers()
+	servers := zktest.Shared(t).Servers() // a real ZooKeeper server, closed by zktest.Main
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	var out bytes.Buffer
 	cfg := config{stock: 20, buyers: 200, sessions: 4, leases: 3}
 	require.NoError(t, run(context.Background(), &out, servers, cfg))

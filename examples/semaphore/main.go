@@ -3,22 +3,28 @@
 // fake service, which counts the callers inside it, never sees more than 3
 // at once.
 //
-// It uses the ensemble in ZK_SERVERS (comma-separated host:port), or starts
-// a throwaway ZooKeeper server when ZK_SERVERS is unset.
+// It connects to the ZooKeeper servers -zk names (host:port,...), by
+// default those in ZK_SERVERS, else 127.0.0.1:2181, where `zklock dev`
+// serves one:
 //
-//	go run ./examples/semaphore
+//	go run ./examples/semaphore [-zk host:port,...]
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path"
 	"sync"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/exampleenv"
 )
 
 const (
@@ -29,7 +35,19 @@ const (
 	callTime = 50 * time.Millisecond
 )
 
-func main() { exampleenv.Main(run) }
+func main() {
+	servers := flag.String("zk", cmp.Or(os.Getenv("ZK_SERVERS"), "127.0.0.1:2181"),
+		"ZooKeeper servers, host:port,... (ZK_SERVERS if set)")
+	flag.Parse()
+	err := run(context.Background(), os.Stdout, []string{*servers})
+	if errors.Is(err, zk.ErrNoServer) {
+		err = fmt.Errorf("cannot reach ZooKeeper at %s (start one with `zklock dev`, or name yours with -zk or ZK_SERVERS): %w", *servers, err)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "semaphore:", err)
+		os.Exit(1)
+	}
+}
 
 // service is the slow service: it counts the callers inside it and keeps
 // the highest count.
@@ -63,7 +81,7 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 		return err
 	}
 	defer admin.Close()
-	defer exampleenv.Cleanup(admin.Conn(), semPath) // after the sessions close
+	defer cleanup(admin.Conn(), semPath) // after the sessions close
 	sems := make([]*zklock.Semaphore, sessions)
 	for i := range sems {
 		c, err := zklock.Connect(servers, zklock.WithSessionTimeout(10*time.Second))
@@ -115,4 +133,42 @@ func shortName(node string) string {
 		return node[prefix:]
 	}
 	return node
+}
+
+// cleanup deletes tree and everything under it, then each ancestor of
+// tree that is left empty, so that the example leaves nothing behind.
+func cleanup(conn *zk.Conn, tree string) error {
+	if err := deleteTree(conn, tree); err != nil {
+		return err
+	}
+	for p := path.Dir(tree); p != "/"; p = path.Dir(p) {
+		err := conn.Delete(p, -1)
+		if errors.Is(err, zk.ErrNotEmpty) {
+			return nil
+		}
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteTree deletes p and everything under it.
+func deleteTree(conn *zk.Conn, p string) error {
+	children, _, err := conn.Children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, child := range children {
+		if err := deleteTree(conn, path.Join(p, child)); err != nil {
+			return err
+		}
+	}
+	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return nil
 }
