@@ -130,7 +130,7 @@ func (r MultiRequest) Encode(dst []byte) []byte {
 // Decode reads a MultiRequest; each operation's record is held by value.
 // An operation that Validate would refuse is an ErrInvalid failure.
 func (r *MultiRequest) Decode(d *Decoder) error {
-	r.Ops = r.Ops[:0]
+	r.Ops = nil
 	for {
 		var h MultiHeader
 		if h.Decode(d) != nil || h.Done {
@@ -230,7 +230,7 @@ func (r MultiResponse) Encode(dst []byte) []byte {
 // Decode reads a MultiResponse. A result of a type it does not know is
 // an ErrInvalid failure.
 func (r *MultiResponse) Decode(d *Decoder) error {
-	r.Results = r.Results[:0]
+	r.Results = nil
 	for {
 		var h MultiHeader
 		if h.Decode(d) != nil || h.Done {
