@@ -121,10 +121,18 @@ func (d *Decoder) need(record, field string, n int) bool {
 		return false
 	}
 	if left := d.Len(); left < n {
-		d.Fail(record, field, ErrTruncated, strconv.Itoa(n)+" bytes needed, "+strconv.Itoa(left)+" left")
+		d.Fail(record, field, ErrTruncated, nbytes(n)+" needed, "+strconv.Itoa(left)+" left")
 		return false
 	}
 	return true
+}
+
+// nbytes returns "1 byte" or "n bytes".
+func nbytes(n int) string {
+	if n == 1 {
+		return "1 byte"
+	}
+	return strconv.Itoa(n) + " bytes"
 }
 
 // Int32 reads a jute int.
