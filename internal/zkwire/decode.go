@@ -60,6 +60,12 @@ func reason(err error) string {
 	return s
 }
 
+// A Decodable is a jute record that can be read: Decode reads it from d
+// and returns d's first failure (nil if there is none).
+type Decodable interface {
+	Decode(d *Decoder) error
+}
+
 // A Decoder reads jute values from a byte slice. It never panics: every
 // read is bounds-checked and every length validated. The first failure
 // is kept: later reads return zero values, and Err returns it. Reads take
@@ -197,7 +203,8 @@ func (d *Decoder) length(record, field string, unit int) int {
 }
 
 // Ustring reads a jute ustring. Null (length -1) reads as "". The string
-// is a copy: one allocation, none for the empty string.
+// is a copy of the bytes, not checked for UTF-8: one allocation, none for
+// the empty string.
 func (d *Decoder) Ustring(record, field string) string {
 	n := d.length(record, field, 1)
 	if n <= 0 {
@@ -265,10 +272,4 @@ func (d *Decoder) Ustrings(record, field string) []string {
 		}
 	}
 	return out
-}
-
-// A Decodable is a jute record that can be read: Decode reads it from d
-// and returns d's first failure (nil if there is none).
-type Decodable interface {
-	Decode(d *Decoder) error
 }

@@ -76,12 +76,16 @@ var (
 )
 
 func goldens() []golden {
-	return append(append(sessionGoldens(), opGoldens()...), multiGoldens()...)
+	var all []golden
+	for _, part := range [][]golden{connectGoldens(), watchGoldens(), writeGoldens(), readGoldens(), multiGoldens()} {
+		all = append(all, part...)
+	}
+	return all
 }
 
-// sessionGoldens are the records of the connection: connect, headers,
-// events, auth and watches.
-func sessionGoldens() []golden {
+// connectGoldens are the records of the connection: connect, headers,
+// events and auth.
+func connectGoldens() []golden {
 	return []golden{
 		{name: "ConnectRequest", value: &zkwire.ConnectRequest{
 			ProtocolVersion: 0, LastZxidSeen: 0x1f, TimeOut: 30000, SessionID: 0, Passwd: make([]byte, 16),
@@ -137,6 +141,12 @@ func sessionGoldens() []golden {
 				"00000006", ascii("digest"), // scheme
 				"00000007", ascii("user:pw"), // auth
 			)},
+	}
+}
+
+// watchGoldens are the records that set, add, check and remove watches.
+func watchGoldens() []golden {
+	return []golden{
 		{name: "SetWatches", value: &zkwire.SetWatches{
 			RelativeZxid: 0x100000009, DataWatches: []string{"/d"}, ExistWatches: []string{},
 			ChildWatches: []string{"/c1", "/c2"},
@@ -179,8 +189,9 @@ func sessionGoldens() []golden {
 	}
 }
 
-// opGoldens are the records of the data operations.
-func opGoldens() []golden {
+// writeGoldens are the records of the operations that write, and of
+// what they hold: Stat and ACL.
+func writeGoldens() []golden {
 	return []golden{
 		{name: "Stat", value: ptr(goldenStat), fresh: func() codec { return new(zkwire.Stat) }, wire: wire(statWire)},
 		{name: "ACL", value: &openACL[0], fresh: func() codec { return new(zkwire.ACL) }, wire: wire(
@@ -221,6 +232,14 @@ func opGoldens() []golden {
 				"00000004", ascii("/a/c"), // path
 				statWire, // stat
 			)},
+		{name: "SetDataRequest", value: &zkwire.SetDataRequest{Path: "/a", Data: []byte("v2"), Version: 1},
+			fresh: func() codec { return new(zkwire.SetDataRequest) }, wire: wire(
+				"00000002", ascii("/a"), // path
+				"00000002", ascii("v2"), // data
+				"00000001", // version 1
+			)},
+		{name: "SetDataResponse", value: &zkwire.SetDataResponse{Stat: goldenStat},
+			fresh: func() codec { return new(zkwire.SetDataResponse) }, wire: wire(statWire)},
 		{name: "DeleteRequest", value: &zkwire.DeleteRequest{Path: "/a", Version: -1},
 			fresh: func() codec { return new(zkwire.DeleteRequest) }, wire: wire(
 				"00000002", ascii("/a"), // path
@@ -231,6 +250,12 @@ func opGoldens() []golden {
 				"00000002", ascii("/a"), // path
 				"00000003", // version 3
 			)},
+	}
+}
+
+// readGoldens are the records of the operations that read.
+func readGoldens() []golden {
+	return []golden{
 		{name: "ExistsRequest", value: &zkwire.ExistsRequest{Path: "/a", Watch: true},
 			fresh: func() codec { return new(zkwire.ExistsRequest) }, wire: wire(
 				"00000002", ascii("/a"), // path
@@ -258,14 +283,6 @@ func opGoldens() []golden {
 				"00000000", // data, empty
 				statWire,   // stat
 			)},
-		{name: "SetDataRequest", value: &zkwire.SetDataRequest{Path: "/a", Data: []byte("v2"), Version: 1},
-			fresh: func() codec { return new(zkwire.SetDataRequest) }, wire: wire(
-				"00000002", ascii("/a"), // path
-				"00000002", ascii("v2"), // data
-				"00000001", // version 1
-			)},
-		{name: "SetDataResponse", value: &zkwire.SetDataResponse{Stat: goldenStat},
-			fresh: func() codec { return new(zkwire.SetDataResponse) }, wire: wire(statWire)},
 		{name: "GetChildrenRequest", value: &zkwire.GetChildrenRequest{Path: "/", Watch: true},
 			fresh: func() codec { return new(zkwire.GetChildrenRequest) }, wire: wire(
 				"00000001", ascii("/"), // path
