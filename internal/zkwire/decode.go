@@ -80,20 +80,20 @@ type Decoder struct {
 	err *DecodeError // the first failure, nil while there is none
 }
 
-// NewDecoder returns a Decoder over b. A length or count over max is
-// refused with ErrTooLong; max <= 0 sets no limit but the bytes there
+// NewDecoder returns a Decoder over b. A length or count over maxLen is
+// refused with ErrTooLong; maxLen <= 0 sets no limit but the bytes there
 // are. The Decoder reads b in place and never writes to it.
-func NewDecoder(b []byte, max int) *Decoder {
+func NewDecoder(b []byte, maxLen int) *Decoder {
 	d := &Decoder{}
-	d.Reset(b, max)
+	d.Reset(b, maxLen)
 	return d
 }
 
-// Reset makes d decode b from its start, with the limit max (as for
+// Reset makes d decode b from its start, with the limit maxLen (as for
 // NewDecoder), and clears any failure: a transport keeps one Decoder per
 // connection and resets it for each frame.
-func (d *Decoder) Reset(b []byte, max int) {
-	*d = Decoder{buf: b, max: max}
+func (d *Decoder) Reset(b []byte, maxLen int) {
+	*d = Decoder{buf: b, max: maxLen}
 }
 
 // Err returns the first failure as a *DecodeError, or nil if every read

@@ -4,13 +4,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"strconv"
 )
 
 // MaxBuffer is ZooKeeper's default jute.maxbuffer, 0xfffff bytes (1 MiB
 // less one): the longest frame payload a server accepts before it closes
 // the connection, and the longest the Java client accepts from a server.
-// It is the limit a max of 0 (or less) selects in this file's functions.
+// It is the limit that a maxLen of 0 (or less) selects in this file.
 const MaxBuffer = 0xfffff
 
 // ErrFrameSize is the reason of every [*FrameSizeError]: test for it
@@ -38,12 +39,13 @@ func (e *FrameSizeError) Error() string {
 // Unwrap returns ErrFrameSize.
 func (e *FrameSizeError) Unwrap() error { return ErrFrameSize }
 
-// limit returns max, or MaxBuffer for max <= 0.
-func limit(max int) int {
-	if max <= 0 {
+// limit returns maxLen, MaxBuffer for maxLen <= 0, and at most the
+// longest length a frame can state.
+func limit(maxLen int) int {
+	if maxLen <= 0 {
 		return MaxBuffer
 	}
-	return max
+	return min(maxLen, math.MaxInt32)
 }
 
 // StartFrame appends a frame's 4-byte length, to be filled in by
@@ -61,12 +63,13 @@ func StartFrame(dst []byte) []byte {
 }
 
 // FinishFrame writes the length of the frame that StartFrame began at
-// dst[start:]. If the payload is longer than max (MaxBuffer for max <= 0)
-// it returns dst[:start], with the frame removed, and a *FrameSizeError.
-func FinishFrame(dst []byte, start, max int) ([]byte, error) {
+// dst[start:] (start is len(dst) before StartFrame). If the payload is
+// longer than maxLen (MaxBuffer for maxLen <= 0) it returns dst[:start],
+// with the frame removed, and a *FrameSizeError.
+func FinishFrame(dst []byte, start, maxLen int) ([]byte, error) {
 	n := len(dst) - start - 4
-	if max = limit(max); n > max {
-		return dst[:start], &FrameSizeError{Len: int64(n), Max: max}
+	if maxLen = limit(maxLen); n > maxLen {
+		return dst[:start], &FrameSizeError{Len: int64(n), Max: maxLen}
 	}
 	binary.BigEndian.PutUint32(dst[start:], uint32(n))
 	return dst, nil
@@ -75,21 +78,21 @@ func FinishFrame(dst []byte, start, max int) ([]byte, error) {
 // AppendFrame appends to dst a frame whose payload is rec's encoding,
 // for a message with no header: the ConnectRequest. It reserves the
 // length, encodes rec and writes the length back. If the payload is
-// longer than max (MaxBuffer for max <= 0) it appends nothing and returns
-// a *FrameSizeError.
-func AppendFrame(dst []byte, max int, rec Encodable) ([]byte, error) {
+// longer than maxLen (MaxBuffer for maxLen <= 0) it appends nothing and
+// returns a *FrameSizeError.
+func AppendFrame(dst []byte, maxLen int, rec Encodable) ([]byte, error) {
 	start := len(dst)
 	dst = rec.Encode(StartFrame(dst))
-	return FinishFrame(dst, start, max)
+	return FinishFrame(dst, start, maxLen)
 }
 
 // AppendRequest appends to dst the frame of a request: h, then body's
 // encoding. body is nil for the requests that have none (OpPing,
 // OpCloseSession). A body with a Validate method (MultiRequest) is
 // validated first, and its error returned. If the payload is longer than
-// max (MaxBuffer for max <= 0) AppendRequest appends nothing and returns
-// a *FrameSizeError: a server would close the connection on it.
-func AppendRequest(dst []byte, max int, h RequestHeader, body Encodable) ([]byte, error) {
+// maxLen (MaxBuffer for maxLen <= 0) AppendRequest appends nothing and
+// returns a *FrameSizeError: a server would close the connection on it.
+func AppendRequest(dst []byte, maxLen int, h RequestHeader, body Encodable) ([]byte, error) {
 	if v, ok := body.(interface{ Validate() error }); ok {
 		if err := v.Validate(); err != nil {
 			return dst, err
@@ -100,18 +103,18 @@ func AppendRequest(dst []byte, max int, h RequestHeader, body Encodable) ([]byte
 	if body != nil {
 		dst = body.Encode(dst)
 	}
-	return FinishFrame(dst, start, max)
+	return FinishFrame(dst, start, maxLen)
 }
 
 // ReadFrame reads one frame from r and returns its payload, read into buf
 // (which it grows if buf's capacity is short; pass the payload back as
-// buf to reuse it). A length that is negative or over max (MaxBuffer for
-// max <= 0) is a *FrameSizeError, returned before anything of that size
+// buf to reuse it). A length that is negative or over maxLen (MaxBuffer for
+// maxLen <= 0) is a *FrameSizeError, returned before anything of that size
 // is allocated or read. An error from r is returned wrapped: io.EOF when
 // r ends cleanly before a frame, io.ErrUnexpectedEOF when it ends inside
 // one. After any error the stream's framing is lost: close the
 // connection.
-func ReadFrame(r io.Reader, buf []byte, max int) ([]byte, error) {
+func ReadFrame(r io.Reader, buf []byte, maxLen int) ([]byte, error) {
 	if cap(buf) < 4 {
 		buf = make([]byte, 0, 512)
 	}
@@ -119,8 +122,8 @@ func ReadFrame(r io.Reader, buf []byte, max int) ([]byte, error) {
 		return buf[:0], frameReadError(err)
 	}
 	n := int64(int32(binary.BigEndian.Uint32(buf[:4])))
-	if max = limit(max); n < 0 || n > int64(max) {
-		return buf[:0], &FrameSizeError{Len: n, Max: max}
+	if maxLen = limit(maxLen); n < 0 || n > int64(maxLen) {
+		return buf[:0], &FrameSizeError{Len: n, Max: maxLen}
 	}
 	if int64(cap(buf)) < n {
 		buf = make([]byte, n)
@@ -160,12 +163,12 @@ func DecodeReplyBody(d *Decoder, h ReplyHeader, body Decodable) error {
 }
 
 // DecodeReply decodes a reply frame's payload: its ReplyHeader, then,
-// by DecodeReplyBody's rule, body. max limits lengths as in NewDecoder.
+// by DecodeReplyBody's rule, body. maxLen limits lengths as in NewDecoder.
 // A notification is a reply whose header has XidNotification and whose
 // body is a WatcherEvent.
-func DecodeReply(payload []byte, max int, body Decodable) (ReplyHeader, error) {
+func DecodeReply(payload []byte, maxLen int, body Decodable) (ReplyHeader, error) {
 	var d Decoder
-	d.Reset(payload, max)
+	d.Reset(payload, maxLen)
 	var h ReplyHeader
 	if err := h.Decode(&d); err != nil {
 		return h, err
