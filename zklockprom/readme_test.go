@@ -66,6 +66,7 @@ func TestREADMEInstall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module of its own")
 	}
+	t.Parallel()
 	repo, err := filepath.Abs("..")
 	require.NoError(t, err)
 	dir := t.TempDir()
