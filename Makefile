@@ -139,13 +139,16 @@ chaos-short: deps
 # invocation. Their seed corpora (testdata/fuzz/<name>/) also run in every
 # plain `go test`. `make fuzz` runs each for FUZZTIME (default 30s);
 # `make fuzz-short`, part of `make test`, for 100000 inputs each.
-FUZZ_TARGETS := FuzzCompareUTF16 FuzzGetsTheLock FuzzSortChildren FuzzValidatePath FuzzProtectedName
+# Each target is package:name.
+FUZZ_TARGETS := .:FuzzCompareUTF16 .:FuzzGetsTheLock .:FuzzSortChildren .:FuzzValidatePath .:FuzzProtectedName \
+	./internal/zkwire:FuzzDecode
 FUZZTIME     ?= 30s
 
 fuzz:
-	@for f in $(FUZZ_TARGETS); do \
-		echo "$(GO) test -run XXX -fuzz '^$$f$$' -fuzztime $(FUZZTIME) ."; \
-		$(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) . || exit 1; \
+	@for t in $(FUZZ_TARGETS); do \
+		p=$${t%%:*}; f=$${t#*:}; \
+		echo "$(GO) test -run XXX -fuzz '^$$f$$' -fuzztime $(FUZZTIME) $$p"; \
+		$(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
 	done
 
 # By count, not time: on a loaded machine a time-bounded run can end with
