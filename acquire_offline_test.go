@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"sync"
 	"testing"
 	"time"
 
@@ -356,4 +357,30 @@ func ownedUnder(e *env, p string, session int64) []string {
 		owned = append(owned, ownedUnder(e, full, session)...)
 	}
 	return owned
+}
+
+// A busy lock's timeout, while connected, stays one when the connection
+// drops as the acquire leaves (during the delete of its node): whether the
+// acquire ended offline is judged as its wait ends, not after the delete.
+func TestIntegration_BusyTimeoutThenCutIsNotOffline(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	o := newOffline(e)
+	held, err := e.mutex(e.client(), "/busy").Lock(context.Background())
+	require.NoError(t, err)
+	c, f := e.faultClient(zklock.WithSessionTimeout(30*time.Second), zklock.WithZKOptions(zk.WithDialer(o.dial)))
+	var once sync.Once
+	f.mu.Lock()
+	f.beforeDelete = func(string) { // the server goes away under the delete, and the Client knows it
+		once.Do(func() { o.stop(t, c) })
+	}
+	f.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = e.mutex(c, "/busy").Lock(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.NotErrorIs(t, err, zklock.ErrNotConnected, "the wait ended while connected: %v", err)
+	o.start(t, c)
+	require.NoError(t, held.Release())
+	waitChildren(t, e, e.root+"/busy", 0)
 }

@@ -351,7 +351,16 @@ func (c *Client) EnsurePath(ctx context.Context, path string) error {
 	if err := c.usable(); err != nil {
 		return wrapf(err, "ensure path %s", path)
 	}
+	// Read first, as Curator does: the servers check a create's right on
+	// the parent before they look for the node, so a create of a node that
+	// exists under a parent the Client may only read fails with NoAuth.
 	full := c.fullPath(path)
+	switch st, err := c.stat(ctx, full); {
+	case err != nil:
+		return wrapf(closedErr(err), "ensure path %s: read %s", path, full)
+	case st != nil:
+		return nil
+	}
 	budget := strings.Count(full, "/") + missingParentTries
 	if err := c.mkdir(ctx, full, false, &budget); err != nil {
 		return wrapf(closedErr(err), "ensure path %s", path)

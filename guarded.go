@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -14,8 +16,9 @@ import (
 // commits only while the hold exists: the guarded write of fencing. The
 // ops are *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest and
 // *zk.CheckVersionRequest, with paths relative to the Client's namespace
-// (see "Paths" in the package doc); a check made by [Hold.CheckOp] or
-// [Mutex.CheckOp], whose path is the node's full path, is taken as it is.
+// (see "Paths" in the package doc); a check made by [Hold.CheckOp],
+// [Mutex.CheckOp] or [Lease.CheckOp], of this hold or of another, whose
+// path is the node's full path, is taken as it is.
 // A create with no ACL gets the Client's (see [WithACL]). Multi returns
 // one response per op, paths relative to the namespace.
 //
@@ -39,7 +42,7 @@ func (hd *Hold) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 		req = append(req, &zk.CheckVersionRequest{Path: n.path, Version: -1})
 	}
 	for i, op := range ops {
-		if ownCheck(op, nodes) { // from CheckOp: its path is full already
+		if lockCheck(c, op) { // from a CheckOp: its path is full already
 			req = append(req, op)
 			continue
 		}
@@ -60,21 +63,19 @@ func (hd *Hold) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 	return nil, hd.multiErr(ctx, ops, nodes, res, err)
 }
 
-// ownCheck reports whether op is a check of one of nodes by its full path,
-// as [Hold.CheckOp] and [Mutex.CheckOp] make it for Conn().Multi. No path
-// relative to a namespace can name a lock node's full path by mistake: the
-// node's name is unique to its create.
-func ownCheck(op any, nodes []*lockNode) bool {
+// lockCheck reports whether op is a check of a lock node by its full
+// path, as the CheckOp methods make them for Conn().Multi: a check whose
+// path lies in c's namespace and names a protected node ("_c_<uuid>-...",
+// the names zklock and Curator give lock nodes). No path that a caller
+// means relative to the namespace has that shape: it would name a lock
+// node under a copy of the namespace inside itself.
+func lockCheck(c *Client, op any) bool {
 	check, ok := op.(*zk.CheckVersionRequest)
-	if !ok || check == nil {
+	ns := c.opts.namespace
+	if !ok || check == nil || ns == "" || !strings.HasPrefix(check.Path, ns+"/") {
 		return false
 	}
-	for _, n := range nodes {
-		if check.Path == n.path {
-			return true
-		}
-	}
-	return false
+	return isProtected(path.Base(check.Path))
 }
 
 // guard returns the Client and the nodes that a guarded write checks, or

@@ -128,6 +128,18 @@ func TestIntegration_PathsOneRule(t *testing.T) {
 	_, err = c.Conn().Multi(check, &zk.SetDataRequest{Path: ns + "/inventory/sku/42/stock", Data: []byte("6"), Version: -1})
 	require.NoError(t, err, "CheckOp goes into Conn().Multi, with full paths")
 
+	// Another hold's check, made for Conn().Multi, goes into Hold.Multi as
+	// it is too: one transaction guarded by both holds.
+	m43, err := zklock.NewMutex(c, "/locks/sku-43")
+	require.NoError(t, err)
+	other, err := m43.Lock(bg)
+	require.NoError(t, err)
+	defer other.Release()
+	ocheck, err := other.CheckOp()
+	require.NoError(t, err)
+	_, err = hd.Multi(bg, ocheck, &zk.SetDataRequest{Path: "/inventory/sku/42/stock", Data: []byte("5"), Version: -1})
+	require.NoError(t, err, "another hold's CheckOp")
+
 	err = c.EnsurePath(bg, "inventory")
 	require.ErrorIs(t, err, zklock.ErrInvalidPath)
 	assert.Contains(t, err.Error(), `"inventory"`)
@@ -156,5 +168,15 @@ func TestIntegration_EnsurePathACL(t *testing.T) {
 	stranger := e.client()
 	err = stranger.EnsurePath(bg, e.root+"/private/a/b")
 	require.ErrorIs(t, err, zk.ErrNoAuth)
-	assert.Contains(t, err.Error(), e.root+"/private/a/b")
+	assert.Contains(t, err.Error(), "create "+e.root+"/private/a/b: ")
+
+	// A node that exists is left as it is, even under a parent the Client
+	// may not create in (the servers check that right before they look).
+	e.create(e.root + "/ro/x")
+	_, err = e.admin.SetACL(e.root+"/ro", zk.WorldACL(zk.PermRead), -1)
+	require.NoError(t, err)
+	t.Cleanup(func() { e.admin.SetACL(e.root+"/ro", zk.WorldACL(zk.PermAll), -1) })
+	require.NoError(t, stranger.EnsurePath(bg, e.root+"/ro/x"))
+	require.NoError(t, stranger.EnsurePath(bg, e.root+"/ro"))
+	require.ErrorIs(t, stranger.EnsurePath(bg, e.root+"/ro/y"), zk.ErrNoAuth)
 }

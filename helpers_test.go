@@ -259,6 +259,7 @@ type faultConn struct {
 	creates     atomic.Int32
 
 	beforeCreate func(p string) // guarded by mu; nil does nothing
+	beforeDelete func(p string) // guarded by mu; nil does nothing
 }
 
 func (f *faultConn) Create(p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
@@ -276,6 +277,12 @@ func (f *faultConn) Create(p string, data []byte, flags int32, acl []zk.ACL) (st
 }
 
 func (f *faultConn) Delete(p string, version int32) error {
+	f.mu.Lock()
+	before := f.beforeDelete
+	f.mu.Unlock()
+	if before != nil {
+		before(p)
+	}
 	f.mu.Lock()
 	fail, lie := f.deleteFails > 0, f.deleteLies > 0
 	if fail {

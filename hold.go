@@ -209,7 +209,10 @@ func (hd *Hold) run(ctx context.Context, fn func(context.Context) error) error {
 	}()
 	ferr := fn(bound)
 	released = true
-	if hd.spent.Load() { // fn released the Hold itself (see Selector.Term), and had Release's error
+	if hd.spent.Load() { // fn released the Hold itself (see Selector.Term): only a loss is news
+		if lost := hd.Err(); errors.Is(lost, ErrLockLost) {
+			return joinErrs(ferr, lost)
+		}
 		return ferr
 	}
 	return joinErrs(ferr, hd.Release())
@@ -265,10 +268,11 @@ type hold struct {
 	// Packed so that a hold fits a smaller allocation: a Client may keep
 	// a hundred thousand.
 	freeOnce sync.Once
-	mu       sync.Mutex  // protects count, ended, reported, cut, lost and expiry
+	mu       sync.Mutex  // protects count, ended, reported, member, cut, lost and expiry
 	count    int32       // Releases still owed
 	ended    bool        // released or lost
 	reported bool        // its story reported it granted, so reports its end
+	member   bool        // taken by a MultiLock's acquire not yet granted: not its caller's yet (see multiTake)
 	cut      bool        // it ended after its Client's Close began (see cutShort)
 	freeErr  error       // written inside freeOnce
 	lost     error       // why the hold was lost, nil otherwise
@@ -390,6 +394,7 @@ func newHold(c *Client, parent context.Context, spec holdSpec) *hold {
 	h.live.Add(1)
 	if c != nil {
 		c.holding.Add(1)
+		h.member = joinMultiTake(parent, h)
 	}
 	if d, _ := parent.Value(maxHoldKey{}).(time.Duration); d != 0 {
 		// The bound is this acquire's (or, for a MultiLock, its members'),
@@ -618,7 +623,7 @@ func (h *hold) reportGranted() {
 	h.mu.Lock()
 	h.reported = true
 	ended, lost := h.ended, h.lost
-	if h.cut {
+	if h.cut && !h.member {
 		h.c.cut.add(h.lockPath()) // granted to its caller, then cut short
 	}
 	h.mu.Unlock()
@@ -664,7 +669,7 @@ func (h *hold) endLocked(cause error) {
 		// the Client, and this hold ended before that.
 		if h.c.cut.begun.Load() {
 			h.cut = true
-			if h.reported { // a hold not yet granted to its caller counts when it is (reportGranted)
+			if h.reported && !h.member { // a hold not yet granted to its caller counts when it is (reportGranted, multiTake.finish)
 				h.c.cut.add(h.lockPath())
 			}
 		}

@@ -45,7 +45,8 @@ type HolderError struct {
 }
 
 // Error says what failed and who holds the lock. It shows at most
-// [holderShown] bytes of Data, then the data's size: Data keeps them all.
+// [holderShown] bytes of Data, then the data's size, and of a Node longer
+// than 256 bytes its start and its name: the fields keep them whole.
 func (e *HolderError) Error() string {
 	what := msgPrefix + "lock held"
 	if e.Err != nil {
@@ -65,11 +66,20 @@ func (e *HolderError) Error() string {
 			what, held = msgPrefix+"no lease free", fmt.Sprintf(": %d of %d held, the oldest by %s", e.Leases, e.MaxLeases, who)
 		}
 	}
-	msg := fmt.Sprintf("%s%s for %v, node %s", what, held, e.Held.Round(time.Millisecond), e.Node)
+	msg := fmt.Sprintf("%s%s for %v, node %s", what, held, e.Held.Round(time.Millisecond), shortPath(e.Node))
 	if e.ThisClient {
 		msg += ": a missing Release?"
 	}
 	return msg
+}
+
+// shortPath returns p, or for a path longer than 256 bytes its start and
+// its end (the node's name), with its length.
+func shortPath(p string) string {
+	if len(p) <= 256 {
+		return p
+	}
+	return fmt.Sprintf("%s…%s (%d bytes)", p[:64], p[len(p)-160:], len(p))
 }
 
 // holderShown bounds the bytes of a holder's node data that

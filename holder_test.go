@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,6 +169,12 @@ func TestIntegration_HolderErrorTextBounded(t *testing.T) {
 	assert.Less(t, len(he.Error()), 1024)
 	assert.Contains(t, he.Error(), `"\xff\x00`)
 	assert.Contains(t, he.Error(), "(8192 bytes)")
+
+	// A long node path shows its start and its name.
+	long := "/" + strings.Repeat("p", 30000) + "/_c_6d9e5c4a-27f4-4f6e-9d53-4a8d3c1b2e10-lock-0000000007"
+	he = &zklock.HolderError{Path: "/p", Node: long, Data: []byte("owner"), Err: zklock.ErrLocked}
+	assert.Less(t, len(he.Error()), 1024)
+	assert.Contains(t, he.Error(), "-lock-0000000007 (30057 bytes)")
 }
 
 // A Semaphore with every lease out says so on a busy Try: no lease free,
@@ -198,4 +205,20 @@ func TestIntegration_SemaphoreFullSaysNoLeaseFree(t *testing.T) {
 	_, err = other.Acquire(ctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Contains(t, err.Error(), "context deadline exceeded; 3 of 3 leases held, the oldest by another Client of this process (payments-1)")
+
+	// An acquirer that waits for a lease has a lease node too: it is not
+	// counted as a lease out.
+	waiting := make(chan error, 1)
+	wctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() { _, err := other.Acquire(wctx); waiting <- err }()
+	waitChildren(t, e, e.root+"/pay/leases", 4)
+	third, err := zklock.NewSemaphore(e.client(), e.root+"/pay", 3)
+	require.NoError(t, err)
+	_, err = third.TryAcquire(context.Background())
+	require.ErrorIs(t, err, zklock.ErrLocked)
+	he = holderAs(t, err)
+	assert.Equal(t, 3, he.Leases, "%v", err)
+	stop()
+	require.ErrorIs(t, await(t, waiting, 10*time.Second), context.Canceled)
 }

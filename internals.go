@@ -161,7 +161,12 @@ type placement struct {
 // for how long (see Client.offline).
 func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (_ *lockNode, _ snapshot, err error) {
 	c := li.c
-	defer func() { err = c.offline(ctx, err) }()
+	judged := false // whether err says already if the wait ended offline
+	defer func() {
+		if !judged {
+			err = c.offline(ctx, err)
+		}
+	}()
 	if err := c.usable(); err != nil {
 		return nil, snapshot{}, err
 	}
@@ -193,12 +198,16 @@ func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (_ *lockNo
 		if n == nil {
 			return nil, snapshot{}, closedErr(err)
 		}
+		// Judged as the wait ended, not after the delete below, which may
+		// outlast the connection: a busy lock's timeout stays one.
+		err = c.offline(ctx, err)
 		// Every exit after the create deletes the node, whatever the reason;
 		// a vanished node may be an old session's node that is still dying.
 		if !mutant("orphans") || ctx.Err() == nil { // test-only (zklock_mutant): a cancelled acquire leaves its node
 			c.deleteLockNode(n)
 		}
 		if !errors.Is(err, errNodeGone) {
+			judged = true
 			return nil, snapshot{}, err
 		}
 		if err := r.again(ctx, c.closing, "lock node "+n.path); err != nil {

@@ -117,12 +117,14 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 	parts := make([]*hold, 0, len(ml.locks))
 	// carrier has ctx's cancellation and values, and the holds of ctx and
 	// of every member taken so far: a member that re-enters returns its
-	// own hold's context, which carries no other member's.
-	var carrier context.Context = ctx
+	// own hold's context, which carries no other member's. It marks the
+	// members' new holds as the MultiLock's, not yet its caller's.
+	carrier, mt := withMultiTake(ctx)
 	for i, l := range ml.locks {
 		before := memberHold(l, carrier)
 		mctx, err := take(l, carrier)
 		if err != nil {
+			mt.finish(false)
 			ml.releaseMembers(member)
 			return nil, st.failed(wrapf(err, "multi-lock: lock %d of %d", i+1, len(ml.locks)))
 		}
@@ -156,6 +158,7 @@ func (ml *MultiLock) acquire(ctx context.Context, take func(Locker, context.Cont
 		}))
 	}
 	st.granted(h)
+	mt.finish(true)
 	return h.ctx, nil
 }
 

@@ -163,6 +163,17 @@ func TestIntegration_SelectorTermFencesWrites(t *testing.T) {
 	require.NoError(t, s.Lead(context.Background(), func(ctx context.Context) error {
 		return write(ctx, term(ctx), "lead")
 	}))
+	// A term lost, then resigned through its Hold: Lead still says it was
+	// lost, as when Lead resigns itself.
+	err = s.Lead(context.Background(), func(ctx context.Context) error {
+		hd, err := s.Term(ctx)
+		require.NoError(t, err)
+		require.NoError(t, e.admin.Delete(hd.Path(), -1))
+		<-hd.Done()
+		require.ErrorIs(t, hd.Release(), zklock.ErrLockLost)
+		return nil
+	})
+	require.ErrorIs(t, err, zklock.ErrLockLost)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

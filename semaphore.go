@@ -225,7 +225,9 @@ func (s *Semaphore) nameHolder(ctx context.Context, err error) error {
 	}
 	named := s.c.nameHolder(ctx, err, s.path, firstChild(s.leases, children))
 	if he, ok := named.(*HolderError); ok && s.kind == RecipeSemaphore {
-		he.Leases, he.MaxLeases = len(children), s.maxLeases
+		// The first maxLeases lease nodes are the leases out; any more
+		// are acquirers' that wait for one.
+		he.Leases, he.MaxLeases = min(len(children), s.maxLeases), s.maxLeases
 	}
 	return named
 }

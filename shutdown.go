@@ -183,3 +183,71 @@ func namePaths(ps []string) string {
 	}
 	return strings.Join(ps, ", ")
 }
+
+// multiTake is a MultiLock's acquire under way, found in the context its
+// members are taken with: the member holds it makes are granted to the
+// MultiLock, not yet to its caller, so Shutdown counts them (see
+// cutShort) only once the MultiLock is granted, and never if its acquire
+// fails and gives them up. A MultiLock that is a member of another hands
+// its members on to the outer acquire.
+type multiTake struct {
+	outer *multiTake // the acquire of a MultiLock this one is a member of, or nil
+
+	mu    sync.Mutex
+	done  bool    // the acquire has ended; guarded by mu
+	holds []*hold // the member holds taken; guarded by mu
+}
+
+// multiTakeKey is the context key of a multiTake.
+type multiTakeKey struct{}
+
+// withMultiTake returns ctx marked for the members of a MultiLock's
+// acquire, and the acquire's multiTake.
+func withMultiTake(ctx context.Context) (context.Context, *multiTake) {
+	outer, _ := ctx.Value(multiTakeKey{}).(*multiTake)
+	mt := &multiTake{outer: outer}
+	return context.WithValue(ctx, multiTakeKey{}, mt), mt
+}
+
+// joinMultiTake records h, a hold being made with ctx, as a member of the
+// MultiLock acquire that ctx marks, if one is under way, and reports
+// whether it did.
+func joinMultiTake(ctx context.Context, h *hold) bool {
+	mt, _ := ctx.Value(multiTakeKey{}).(*multiTake)
+	return mt != nil && mt.adopt([]*hold{h})
+}
+
+// adopt records holds as members of the acquire, unless it has ended.
+func (mt *multiTake) adopt(holds []*hold) bool {
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	if mt.done {
+		return false
+	}
+	mt.holds = append(mt.holds, holds...)
+	return true
+}
+
+// finish ends the acquire. Granted, its member holds become its caller's
+// (or the outer acquire's members): those that Close has cut short
+// already are counted now. Failed, they stay uncounted: no caller had
+// them.
+func (mt *multiTake) finish(granted bool) {
+	mt.mu.Lock()
+	mt.done = true
+	holds := mt.holds
+	mt.holds = nil
+	mt.mu.Unlock()
+	if !granted || mt.outer != nil && mt.outer.adopt(holds) {
+		return
+	}
+	for _, h := range holds {
+		h.mu.Lock()
+		h.member = false
+		cut := h.cut && h.reported
+		h.mu.Unlock()
+		if cut {
+			h.c.cut.add(h.lockPath())
+		}
+	}
+}

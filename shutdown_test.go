@@ -447,3 +447,40 @@ func TestIntegration_ReleaseRacingCloseIsQuiet(t *testing.T) {
 		}
 	}
 }
+
+// A MultiLock whose acquire is under way when Close cuts in (its first
+// member held, its second busy) fails with ErrClosed: its caller never
+// held anything, so Shutdown cut nothing short and returns nil; the
+// member it had taken is not counted. A granted MultiLock's members are
+// counted, as before.
+func TestIntegration_ShutdownDoesNotCountAFailedMultiLock(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	busy, err := e.mutex(e.client(), "/b").Lock(context.Background())
+	require.NoError(t, err)
+	defer busy.Release()
+	for round := range 10 {
+		c, err := zklock.Connect(e.servers)
+		require.NoError(t, err)
+		ml, err := zklock.NewMultiLockPaths(c, e.root+"/a", e.root+"/b")
+		require.NoError(t, err)
+		got := make(chan error, 1)
+		go func() { _, err := ml.Lock(context.Background()); got <- err }()
+		waitChildren(t, e, e.root+"/b", 2) // holding /a, queued on /b
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.NoError(t, c.Shutdown(done), "round %d: the MultiLock was never its caller's", round)
+		require.ErrorIs(t, await(t, got, 10*time.Second), zklock.ErrClosed)
+	}
+
+	c := e.client()
+	ml, err := zklock.NewMultiLockPaths(c, e.root+"/c", e.root+"/d")
+	require.NoError(t, err)
+	_, err = ml.Lock(context.Background())
+	require.NoError(t, err)
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = c.Shutdown(done)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "2 hold(s) cut short, of "+e.root+"/c, "+e.root+"/d")
+}

@@ -408,7 +408,7 @@ func (c *Client) mkdir(ctx context.Context, p string, container bool, budget *in
 		case err == nil || errors.Is(err, zk.ErrNodeExists):
 			return nil
 		case !errors.Is(err, zk.ErrNoNode) || *budget <= 0:
-			return fmt.Errorf("create parent %s: %w", p, err)
+			return fmt.Errorf("create %s: %w", p, err)
 		}
 		*budget--
 		if err := c.mkdir(ctx, path.Dir(p), container, budget); err != nil {

@@ -172,12 +172,12 @@ func (w *walker) add(ctx context.Context, in *inspector, l *listing, recipe stri
 	v, err := in.view(ctx, l)
 	if err != nil {
 		w.fail(in.path, recipe, err)
-		return l.beside(recipe)
+		return append(l.beside(recipe), l.mayBeMutex()...)
 	}
 	if s := summary(v); len(v.Nodes) > 0 && w.keep(s) {
 		w.locks = append(w.locks, s)
 	}
-	return v.Others
+	return append(slices.Clone(v.Others), l.mayBeMutex()...)
 }
 
 // summary sums up the lock v.

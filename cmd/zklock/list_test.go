@@ -259,6 +259,26 @@ func TestListEmptyLocksNode(t *testing.T) {
 	require.NoError(t, m.Release(h))
 }
 
+// A held Mutex named locks beside an empty node named leases looks just
+// like a Semaphore whose acquirer queues before any lease is made: list
+// shows both readings, so that the held lock and its owner are never
+// hidden behind a Semaphore that holds nothing.
+func TestListMutexNamedLocksBesideEmptyLeases(t *testing.T) {
+	e := setup(t)
+	app := e.root + "/app"
+	for _, p := range []string{app, app + "/leases"} {
+		_, err := e.admin.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+	}
+	m, err := zklock.NewMutex(e.client(zklock.WithNodeData([]byte("cron-1"))), app+"/locks")
+	require.NoError(t, err)
+	h, err := m.Acquire(ctx(t))
+	require.NoError(t, err)
+	got := ignoreAge(e.listJSON(app))
+	assert.Contains(t, got, listJSON{Path: app + "/locks", Recipe: "mutex", Holders: 1, Owners: []string{"cron-1"}}, "%+v", got)
+	require.NoError(t, m.Release(h))
+}
+
 // ignoreAge zeroes the ages of locks, for a comparison of the rest.
 func ignoreAge(locks []listJSON) []listJSON {
 	for i := range locks {
@@ -309,6 +329,9 @@ func TestListSemaphoreByItsNodes(t *testing.T) {
 	one := []string{"o"}
 	assert.Equal(t, []listJSON{
 		{Path: e.root + "/idle", Recipe: "semaphore", Waiters: 1, Owners: []string{}},
+		// ... read as a mutex named locks too: the two look alike (see
+		// TestListMutexNamedLocksBesideEmptyLeases).
+		{Path: e.root + "/idle/locks", Recipe: "mutex", Holders: 1, Owners: one},
 		{Path: e.root + "/q/leases", Recipe: "mutex", Holders: 1, Owners: one},
 		{Path: e.root + "/r/locks/a", Recipe: "mutex", Holders: 1, Owners: one},
 		{Path: e.root + "/r/locks/b/c", Recipe: "mutex", Holders: 1, Owners: one},

@@ -204,6 +204,19 @@ func (l *listing) beside(recipe string) []string {
 	return out
 }
 
+// mayBeMutex returns the locks node of a Semaphore without a lease, for
+// the walk of list to read as a lock path of its own as well: a Mutex
+// named locks, beside an empty node named leases, looks just like a
+// Semaphore whose acquirers queue before any lease is made, and the
+// incident tool must not hide a held lock behind a Semaphore that holds
+// nothing. Any other listing gives nothing.
+func (l *listing) mayBeMutex() []string {
+	if l.sem == nil || len(l.sem.leases) > 0 || len(l.sem.locks) == 0 {
+		return nil
+	}
+	return []string{locksNode}
+}
+
 // view reads the lock's queue once, from l, the lock path as listed by
 // the caller (so that a watch set on it misses no later change): a node
 // read each, and for a semaphore a listing of its leases and of its
