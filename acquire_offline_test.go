@@ -9,9 +9,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
-	"sync"
 	"testing"
 	"time"
 
