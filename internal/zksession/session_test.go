@@ -101,12 +101,21 @@ func TestIntegration_ConnectionLoss(t *testing.T) {
 			errs <- err
 		}()
 	}
-	time.Sleep(50 * time.Millisecond) // let the requests go out (the cut below loses them either way)
+	// Every request written (the delay holds their replies back), then cut.
+	deadline, tick := time.After(wait), time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for s.InFlight() < n {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("only %d of %d requests written", s.InFlight(), n)
+		}
+	}
 	link.Cut()
 	for range n {
 		select {
 		case err := <-errs:
-			if !errors.Is(err, zksession.ErrConnectionLoss) && err != nil {
+			if !errors.Is(err, zksession.ErrConnectionLoss) {
 				t.Fatalf("call in flight at a cut: %v", err)
 			}
 		case <-time.After(wait):
