@@ -1,0 +1,269 @@
+package zksession
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/zklock/zklock/internal/zkwire"
+)
+
+// This file is the connection: its handshake, and its loop of one writer
+// and one reader, as ClientCnxn's SendThread runs it.
+
+// A conn is one connection of the session. fail closes it once, keeping
+// the first error.
+type conn struct {
+	nc   net.Conn
+	addr string
+	br   *bufio.Reader
+	once sync.Once
+	err  error // written once by fail, read after the writer has stopped
+}
+
+func (c *conn) fail(err error) {
+	c.once.Do(func() {
+		c.err = err
+		c.nc.Close()
+	})
+}
+
+// errXidOrder ends a connection whose server answered out of order.
+var errXidOrder = errors.New("zksession: reply xid out of order")
+
+// handshake dials addr and sends the ConnectRequest (session id 0 for a
+// new session, else the session's id, password and last zxid), then reads
+// the ConnectResponse before anything else is written: a server that
+// refuses the session closes the connection right after its answer, and a
+// write of ours could make that a reset that loses the answer.
+func (s *Session) handshake(addr string, deadline time.Time) (*conn, error) {
+	nc, err := s.cfg.Dialer("tcp", addr, time.Until(deadline))
+	if err != nil {
+		return nil, err
+	}
+	if !s.track(nc) {
+		nc.Close()
+		return nil, ErrClosed
+	}
+	nc.SetDeadline(deadline)
+	s.mu.Lock()
+	req := zkwire.ConnectRequest{LastZxidSeen: s.lastZxid, TimeOut: int32(s.cfg.SessionTimeout.Milliseconds()),
+		SessionID: s.id, Passwd: s.passwd}
+	s.mu.Unlock()
+	frame, _ := zkwire.AppendFrame(nil, 0, req)
+	c := &conn{nc: nc, addr: addr, br: bufio.NewReaderSize(nc, 64<<10)}
+	if _, err := nc.Write(frame); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	payload, err := zkwire.ReadFrame(c.br, nil, s.cfg.MaxFrame)
+	var resp zkwire.ConnectResponse
+	if err == nil {
+		err = resp.Decode(zkwire.NewDecoder(payload, s.cfg.MaxFrame))
+	}
+	if err == nil {
+		err = s.accept(resp)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	nc.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// track records nc as the connection being set up, for Close; false
+// if the session has ended.
+func (s *Session) track(nc net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.end != nil {
+		return false
+	}
+	s.nc = nc
+	return true
+}
+
+// accept takes a ConnectResponse: a timeout <= 0, or another session's
+// id, is the session's expiry; a read-only session is refused.
+func (s *Session) accept(resp zkwire.ConnectResponse) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case resp.TimeOut <= 0:
+		return fmt.Errorf("server says: %w", ErrSessionExpired)
+	case s.id != 0 && resp.SessionID != s.id:
+		return fmt.Errorf("server answered with session %#x for %#x: %w", resp.SessionID, s.id, ErrSessionExpired)
+	case resp.ReadOnly:
+		return ErrReadOnly
+	}
+	s.id, s.passwd = resp.SessionID, resp.Passwd
+	s.timeout.Store(int64(resp.TimeOut) * int64(time.Millisecond))
+	s.recv.Store(int64(time.Since(s.epoch)))
+	s.state = StateConnected
+	return nil
+}
+
+// serve runs a connection the handshake opened: it queues, in front of
+// what waits, the auth packets and the SetWatches batches, starts the
+// writer, and reads until the connection fails. It returns why.
+func (s *Session) serve(c *conn) error {
+	s.prime()
+	s.notify.post(StateConnected)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		s.writeLoop(c, stop)
+	}()
+	c.fail(s.readLoop(c))
+	close(stop)
+	<-stopped
+	return c.err
+}
+
+// prime puts in front of the queue what a connection sends first: auth,
+// then SetWatches with the last zxid of a reply (read now, with nothing
+// in flight, so no reply can move it meanwhile).
+func (s *Session) prime() {
+	var first []*request
+	for _, a := range s.cfg.Auth {
+		r, _ := newRequest(zkwire.OpAuth, "", zkwire.XidAuth, zkwire.AuthPacket{Scheme: a.Scheme, Auth: a.Auth}, nil, 0)
+		first = append(first, r)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sw := range s.watches.setWatches(s.lastZxid) {
+		r, err := newRequest(zkwire.OpSetWatches, "", zkwire.XidSetWatches, sw, nil, 0)
+		if err == nil {
+			first = append(first, r)
+		}
+	}
+	s.queue = append(first, s.queue...)
+	s.kick()
+}
+
+// writeLoop writes what is queued, all of it in one write, as soon as it
+// is queued, and a ping when nothing has been sent for T/3.
+func (s *Session) writeLoop(c *conn, stop <-chan struct{}) {
+	var buf []byte
+	ping, _ := zkwire.AppendRequest(nil, 0, zkwire.RequestHeader{Xid: zkwire.XidPing, Type: zkwire.OpPing}, nil)
+	lastSend := time.Now()
+	timer := time.NewTimer(s.Timeout() / 3)
+	defer timer.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-s.wake:
+		case <-timer.C:
+		}
+		s.mu.Lock()
+		buf = s.takeQueued(buf[:0])
+		s.mu.Unlock()
+		every := min(s.Timeout()/3, 10*time.Second)
+		if len(buf) == 0 && time.Since(lastSend) >= every {
+			buf = append(buf, ping...)
+		}
+		if len(buf) > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(2 * s.Timeout() / 3))
+			if _, err := c.nc.Write(buf); err != nil {
+				c.fail(err)
+				return
+			}
+			lastSend = time.Now()
+		}
+		timer.Reset(every - time.Since(lastSend))
+	}
+}
+
+// readLoop reads frames until one fails or breaks the protocol, with a
+// read timeout of 2T/3: notifications go to the watches, ping replies
+// are dropped, an auth failure ends the session, and every other reply
+// completes the head of the FIFO.
+func (s *Session) readLoop(c *conn) error {
+	var buf []byte
+	var d zkwire.Decoder
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(2 * s.Timeout() / 3))
+		payload, err := zkwire.ReadFrame(c.br, buf, s.cfg.MaxFrame)
+		if err != nil {
+			return err
+		}
+		buf = payload
+		s.recv.Store(int64(time.Since(s.epoch)))
+		d.Reset(payload, s.cfg.MaxFrame)
+		var h zkwire.ReplyHeader
+		if err := h.Decode(&d); err != nil {
+			return err
+		}
+		switch h.Xid {
+		case zkwire.XidPing:
+		case zkwire.XidNotification:
+			err = s.notification(h, &d)
+		case zkwire.XidAuth:
+			if h.Err == zkwire.CodeAuthFailed {
+				err = ErrAuthFailed
+			}
+		default:
+			err = s.reply(h, &d)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// notification delivers a watch event. A session event saying Expired
+// (which a server sends to a session it expires while connected) ends
+// the session.
+func (s *Session) notification(h zkwire.ReplyHeader, d *zkwire.Decoder) error {
+	var ev zkwire.WatcherEvent
+	if err := ev.Decode(d); err != nil {
+		return err
+	}
+	if ev.Type == zkwire.EventNone {
+		if ev.State == zkwire.StateExpired {
+			return fmt.Errorf("server sent an Expired event: %w", ErrSessionExpired)
+		}
+		return nil
+	}
+	s.watches.fire(Event{Type: ev.Type, State: ev.State, Path: ev.Path, Zxid: h.Zxid})
+	return nil
+}
+
+// reply completes the head of the FIFO with a reply: its xid must be
+// the head's. The last zxid moves only here, and only forward from a
+// positive zxid. A reply whose caller gave up is read and dropped.
+func (s *Session) reply(h zkwire.ReplyHeader, d *zkwire.Decoder) error {
+	s.mu.Lock()
+	if len(s.pending) == 0 || s.pending[0].xid != h.Xid {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: got %d", errXidOrder, h.Xid)
+	}
+	r := s.pending[0]
+	s.pending[0] = nil
+	s.pending = s.pending[1:]
+	if h.Zxid > 0 {
+		s.lastZxid = h.Zxid
+	}
+	s.mu.Unlock()
+	if !r.state.CompareAndSwap(reqWaiting, reqClaimed) {
+		s.watches.settle(r, h.Err, false)
+		return nil
+	}
+	if err := zkwire.DecodeReplyBody(d, h, r.resp); err != nil {
+		s.watches.settle(r, 0, false)
+		r.err = &Error{Op: r.op, Path: r.path, Code: zkwire.CodeMarshallingError, Err: err}
+		close(r.done)
+		return err
+	}
+	r.registered = s.watches.settle(r, h.Err, true)
+	if h.Err != zkwire.CodeOK {
+		r.err = &Error{Op: r.op, Path: r.path, Code: h.Err}
+	}
+	close(r.done)
+	return nil
+}

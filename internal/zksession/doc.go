@@ -1,0 +1,63 @@
+// Package zksession is zklock's own ZooKeeper session: one session over
+// one TCP connection at a time, written from ZooKeeper's protocol and the
+// Java client's documented behaviour (ClientCnxn), on the records and
+// frames of package zkwire. It is meant to replace go-zookeeper under
+// zklock's Connect.
+//
+// # Requests
+//
+// Every call takes a context. Requests are queued in call order; one
+// writer goroutine per connection takes everything queued at once,
+// assigns the xids as it writes (so wire order is xid order) and sends it
+// in one write. One reader goroutine reads the replies, which ZooKeeper
+// sends in request order, and matches each to the head of the FIFO of
+// requests in flight: a reply whose xid is not the head's ends the
+// connection. A call whose context ends returns at once with an error
+// wrapping ctx.Err(), with no goroutine of its own: a request not yet
+// written is not sent, and one in flight stays in the FIFO, its reply read
+// and dropped, so the requests behind it are not disturbed.
+//
+// The last zxid the session has seen is taken only from replies matched
+// to the FIFO, and only when positive: never from pings or notifications.
+//
+// # Connection loss and reconnection
+//
+// When the connection breaks (an I/O error, a read timeout of two thirds
+// of the negotiated session timeout T, an xid out of order, a reply that
+// does not decode), every request queued or in flight fails exactly once
+// with an error matching [ErrConnectionLoss], and the session reconnects
+// to the next server, within the session: a ConnectRequest with the
+// session's id, password and last zxid, and nothing else written before
+// its ConnectResponse is read. Then, in this order on the wire: the auth
+// packets again, SetWatches in batches of at most 128 KiB of paths with
+// relativeZxid = the last zxid, and the requests queued during the cut.
+//
+// The session is expired, terminally, when a ConnectResponse says so
+// (timeout <= 0), when it names another session, when the server sends an
+// Expired session event, or when nothing has been heard from any server for
+// 4T/3 (the Java client's client-side expiry). Every request then fails
+// with an error matching [ErrSessionExpired]; a new session is never
+// opened in its place. Pings (xid -2, kept out of the FIFO) go when nothing
+// has been sent for T/3.
+//
+// # Watches
+//
+// GetDataW, ExistsW and GetChildren2W register a [Watch] only when the
+// server set one: on CodeOK, or CodeOK and CodeNoNode for exists. A Watch
+// is one-shot and its channel is buffered 1: the reader delivers the one
+// event it will ever carry with a send that cannot block, so a slow
+// consumer never holds up the reader, no goroutine sits between the wire
+// and the consumer, and a notification is in its channel before the reply
+// that follows it on the wire completes its call (wire order). Watches
+// outlive connection losses (SetWatches sets them again); when the
+// session ends, each remaining Watch gets an event of type EventNone with
+// state StateExpired, StateAuthFailed or StateClosed. Session.RemoveWatch
+// removes one, and tells the server (removeWatches) when it was the last
+// of its path and type.
+//
+// # States
+//
+// Config.OnState hears the session's states (Connected, Disconnected,
+// Expired, AuthFailed, Closed) in order, on one goroutine of the
+// Session's, which Close waits for.
+package zksession

@@ -1,0 +1,178 @@
+package zksession
+
+import (
+	"context"
+
+	"github.com/zklock/zklock/internal/zkwire"
+)
+
+// This file is the operations, one method each. Every one blocks until
+// the server answers, the session ends, or ctx ends; it returns an *Error
+// (matching ErrNoNode, ErrConnectionLoss... with errors.Is), or one
+// wrapping ctx.Err(). A request refused locally (a frame over
+// Config.MaxFrame) is never sent.
+
+// OpenACL is the ACL that lets anyone do anything (world:anyone, all).
+var OpenACL = []zkwire.ACL{{Perms: zkwire.PermAll, ID: zkwire.Id{Scheme: "world", ID: "anyone"}}}
+
+// Do sends a request of type op with body req and decodes the reply's
+// body into resp (nil for a reply with none), for the operations that
+// have no method. A request with its watch flag set sets a server watch
+// that no Watch hears: use the methods ending in W.
+func (s *Session) Do(ctx context.Context, op zkwire.OpCode, path string, req zkwire.Encodable, resp zkwire.Decodable) error {
+	r, err := newRequest(op, path, 0, req, resp, s.cfg.MaxFrame)
+	if err != nil {
+		return err
+	}
+	return s.call(ctx, r)
+}
+
+// Create creates the node path with data, acl and mode and returns its
+// name (with its sequence number, if sequential).
+func (s *Session) Create(ctx context.Context, path string, data []byte, acl []zkwire.ACL, mode zkwire.CreateMode) (string, error) {
+	var resp zkwire.CreateResponse
+	err := s.Do(ctx, zkwire.OpCreate, path, zkwire.CreateRequest{Path: path, Data: data, ACL: acl, Flags: mode}, &resp)
+	return resp.Path, err
+}
+
+// Delete deletes the node path if its version is version (-1: any).
+func (s *Session) Delete(ctx context.Context, path string, version int32) error {
+	return s.Do(ctx, zkwire.OpDelete, path, zkwire.DeleteRequest{Path: path, Version: version}, nil)
+}
+
+// SetData sets the data of path if its version is version (-1: any),
+// and returns its Stat after the change.
+func (s *Session) SetData(ctx context.Context, path string, data []byte, version int32) (zkwire.Stat, error) {
+	var resp zkwire.SetDataResponse
+	err := s.Do(ctx, zkwire.OpSetData, path, zkwire.SetDataRequest{Path: path, Data: data, Version: version}, &resp)
+	return resp.Stat, err
+}
+
+// GetData returns the data and Stat of path.
+func (s *Session) GetData(ctx context.Context, path string) ([]byte, zkwire.Stat, error) {
+	var resp zkwire.GetDataResponse
+	err := s.Do(ctx, zkwire.OpGetData, path, zkwire.GetDataRequest{Path: path}, &resp)
+	return resp.Data, resp.Stat, err
+}
+
+// Exists returns the Stat of path, or an error matching ErrNoNode.
+func (s *Session) Exists(ctx context.Context, path string) (zkwire.Stat, error) {
+	var resp zkwire.ExistsResponse
+	err := s.Do(ctx, zkwire.OpExists, path, zkwire.ExistsRequest{Path: path}, &resp)
+	return resp.Stat, err
+}
+
+// GetChildren2 returns the names of path's children and its Stat.
+func (s *Session) GetChildren2(ctx context.Context, path string) ([]string, zkwire.Stat, error) {
+	var resp zkwire.GetChildren2Response
+	err := s.Do(ctx, zkwire.OpGetChildren2, path, zkwire.GetChildren2Request{Path: path}, &resp)
+	return resp.Children, resp.Stat, err
+}
+
+// Sync makes the server catch up with the leader on path before it
+// answers this and later requests.
+func (s *Session) Sync(ctx context.Context, path string) error {
+	return s.Do(ctx, zkwire.OpSync, path, zkwire.SyncRequest{Path: path}, &zkwire.SyncResponse{})
+}
+
+// Multi applies ops as one transaction and returns one result each.
+// When the transaction fails it returns the results (every one an
+// OpError, see zkwire.MultiResult) and an *Error whose Code, Index and
+// Path are the failing operation's.
+func (s *Session) Multi(ctx context.Context, ops ...zkwire.MultiOp) ([]zkwire.MultiResult, error) {
+	var resp zkwire.MultiResponse
+	if err := s.Do(ctx, zkwire.OpMulti, "", zkwire.MultiRequest{Ops: ops}, &resp); err != nil {
+		return nil, err
+	}
+	if i, code := resp.FirstError(); code != zkwire.CodeOK {
+		e := &Error{Op: zkwire.OpMulti, Code: code, Index: i}
+		if i < len(ops) {
+			e.Path = opPath(ops[i].Req)
+		}
+		return resp.Results, e
+	}
+	return resp.Results, nil
+}
+
+// opPath returns the path of a multi operation's record.
+func opPath(req zkwire.Encodable) string {
+	switch q := req.(type) {
+	case zkwire.CreateRequest:
+		return q.Path
+	case *zkwire.CreateRequest:
+		return q.Path
+	case zkwire.DeleteRequest:
+		return q.Path
+	case *zkwire.DeleteRequest:
+		return q.Path
+	case zkwire.SetDataRequest:
+		return q.Path
+	case *zkwire.SetDataRequest:
+		return q.Path
+	case zkwire.CheckVersionRequest:
+		return q.Path
+	case *zkwire.CheckVersionRequest:
+		return q.Path
+	}
+	return ""
+}
+
+// watched sends a request that sets a watch of type t on path and
+// returns its Watch, or nil if the server set none.
+func (s *Session) watched(ctx context.Context, op zkwire.OpCode, path string, t zkwire.WatcherType, req zkwire.Encodable, resp zkwire.Decodable) (*Watch, error) {
+	r, err := newRequest(op, path, 0, req, resp, s.cfg.MaxFrame)
+	if err != nil {
+		return nil, err
+	}
+	r.wtype, r.watch = t, newWatch(path)
+	err = s.call(ctx, r)
+	if !r.registered {
+		return nil, err
+	}
+	return r.watch, err
+}
+
+// GetDataW is GetData with a watch on path's data: it returns a Watch
+// if the node exists (it fires when its data changes or it is deleted).
+func (s *Session) GetDataW(ctx context.Context, path string) ([]byte, zkwire.Stat, *Watch, error) {
+	var resp zkwire.GetDataResponse
+	w, err := s.watched(ctx, zkwire.OpGetData, path, zkwire.WatcherData, zkwire.GetDataRequest{Path: path, Watch: true}, &resp)
+	return resp.Data, resp.Stat, w, err
+}
+
+// ExistsW is Exists with a watch: it returns a Watch whether or not the
+// node exists (it fires when the node is created, changed or deleted),
+// with an error matching ErrNoNode when it does not.
+func (s *Session) ExistsW(ctx context.Context, path string) (zkwire.Stat, *Watch, error) {
+	var resp zkwire.ExistsResponse
+	w, err := s.watched(ctx, zkwire.OpExists, path, zkwire.WatcherData, zkwire.ExistsRequest{Path: path, Watch: true}, &resp)
+	return resp.Stat, w, err
+}
+
+// GetChildren2W is GetChildren2 with a watch on path's children: it
+// returns a Watch if the node exists (it fires when a child is created
+// or deleted, or the node is deleted).
+func (s *Session) GetChildren2W(ctx context.Context, path string) ([]string, zkwire.Stat, *Watch, error) {
+	var resp zkwire.GetChildren2Response
+	w, err := s.watched(ctx, zkwire.OpGetChildren2, path, zkwire.WatcherChildren, zkwire.GetChildren2Request{Path: path, Watch: true}, &resp)
+	return resp.Children, resp.Stat, w, err
+}
+
+// RemoveWatch removes w: its channel gets an event of type
+// EventDataWatchRemoved or EventChildWatchRemoved, unless it has
+// already fired (or been removed), and RemoveWatch then does nothing.
+// When w was the last watch of its type on its path, with no request
+// setting one in flight, the server's watch is removed too
+// (removeWatches); a server that no longer has it (it fired meanwhile)
+// is not an error.
+func (s *Session) RemoveWatch(ctx context.Context, w *Watch) error {
+	found, last, t := s.watches.remove(w)
+	if !found || !last {
+		return nil
+	}
+	err := s.Do(ctx, zkwire.OpRemoveWatches, w.path, zkwire.RemoveWatchesRequest{Path: w.path, Type: t}, nil)
+	if CodeOf(err) == zkwire.CodeNoWatcher {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,212 @@
+package zksession
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A Dialer opens a connection to address within timeout, as
+// net.DialTimeout does (and as zktest's Link.Dial does, for faults).
+type Dialer func(network, address string, timeout time.Duration) (net.Conn, error)
+
+// Auth is one set of credentials, sent (AuthPacket) on every connection
+// before anything else: Scheme "digest" with Auth "user:password".
+type Auth struct {
+	Scheme string
+	Auth   []byte
+}
+
+// Config configures a Session. The zero value asks for a 10 s session.
+type Config struct {
+	SessionTimeout time.Duration // requested; the server clamps it (default 10s)
+	Dialer         Dialer        // default net.DialTimeout
+	Auth           []Auth        // credentials, sent again at every reconnect
+	// OnState, if set, hears every state in order, on one goroutine of
+	// the Session's: it must not block for long nor call Close.
+	OnState  func(State)
+	MaxFrame int // the largest frame payload sent or read (default zkwire.MaxBuffer)
+}
+
+// A Session is one ZooKeeper session, over one connection at a time. Its
+// methods are safe for concurrent use. It owns a reader goroutine (which
+// also reconnects), a writer goroutine per connection and a goroutine for
+// OnState; Close waits for all of them.
+type Session struct {
+	cfg     Config
+	servers []string // shuffled once
+	epoch   time.Time
+	wake    chan struct{} // cap 1: something is queued
+	quit    chan struct{} // closed when the session ends
+	notify  *notifier
+	watches watchSet
+	wg      sync.WaitGroup
+	closing atomic.Bool  // Close began: a lost connection is not replaced
+	timeout atomic.Int64 // the negotiated timeout T, in ns
+	recv    atomic.Int64 // when a frame was last read, ns since epoch
+
+	mu       sync.Mutex // guards the fields below
+	queue    []*request // queued, not yet written
+	pending  []*request // written, awaiting their replies in order
+	xid      int32      // the last ordinary xid written
+	lastZxid int64      // the last zxid of a FIFO reply, if positive
+	id       int64      // the session id, 0 before the first connect
+	passwd   []byte
+	state    State
+	next     int      // the index of the next server to try
+	nc       net.Conn // the connection being set up or served, closed by finish
+	end      error    // why the session ended; nil while it lives
+}
+
+// Dial opens a session on one of servers ("host:port", tried in a shuffled
+// order, again and again until ctx ends), and returns once a server has
+// granted it: a ConnectRequest with session id 0, answered by a read-write
+// ConnectResponse. It returns an error wrapping ctx.Err() and the last
+// server's error if no server granted one in time.
+func Dial(ctx context.Context, servers []string, cfg Config) (*Session, error) {
+	if len(servers) == 0 {
+		return nil, errors.New("zksession: dial: no server")
+	}
+	s := newSession(servers, cfg)
+	stop := context.AfterFunc(ctx, s.abortSetup)
+	c, err := s.dialFirst(ctx)
+	if !stop() && err == nil {
+		c.nc.Close()
+		err = ctx.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("zksession: dial %v: %w", servers, err)
+	}
+	if cfg.OnState != nil {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.notify.run() }()
+	}
+	s.wg.Add(1)
+	go s.run(c)
+	return s, nil
+}
+
+func newSession(servers []string, cfg Config) *Session {
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 10 * time.Second
+	}
+	if cfg.Dialer == nil {
+		cfg.Dialer = net.DialTimeout
+	}
+	s := &Session{cfg: cfg, servers: append([]string(nil), servers...), epoch: time.Now()}
+	rand.Shuffle(len(s.servers), func(i, j int) { s.servers[i], s.servers[j] = s.servers[j], s.servers[i] })
+	s.wake = make(chan struct{}, 1)
+	s.quit = make(chan struct{})
+	s.notify = newNotifier(cfg.OnState)
+	s.passwd = make([]byte, 16)
+	s.timeout.Store(int64(cfg.SessionTimeout))
+	return s
+}
+
+// dialFirst tries the servers in turn until one grants a session or ctx
+// ends, pausing between rounds.
+func (s *Session) dialFirst(ctx context.Context) (*conn, error) {
+	perServer := s.cfg.SessionTimeout / time.Duration(len(s.servers))
+	var last error
+	for i := 0; ; i++ {
+		if i > 0 && i%len(s.servers) == 0 && !sleep(ctx.Done(), backoff(i/len(s.servers))) {
+			return nil, errors.Join(ctx.Err(), last)
+		}
+		deadline := time.Now().Add(perServer)
+		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+			deadline = d
+		}
+		c, err := s.handshake(s.nextServer(), deadline)
+		if err == nil {
+			return c, nil
+		}
+		if last = err; ctx.Err() != nil {
+			return nil, errors.Join(ctx.Err(), last)
+		}
+	}
+}
+
+// abortSetup closes the connection being set up, if any.
+func (s *Session) abortSetup() {
+	s.mu.Lock()
+	if s.nc != nil {
+		s.nc.Close()
+	}
+	s.mu.Unlock()
+}
+
+func (s *Session) nextServer() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	addr := s.servers[s.next%len(s.servers)]
+	s.next++
+	return addr
+}
+
+// backoff returns a random pause before attempt n > 0 of a round of
+// reconnections: up to 50 ms doubling, at most a second.
+func backoff(n int) time.Duration {
+	limit := min(50*time.Millisecond<<min(n, 5), time.Second)
+	return rand.N(limit)
+}
+
+// sleep waits for d, or until done is closed (then it returns false).
+func sleep(done <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-done:
+		return false
+	}
+}
+
+// SessionID returns the session's id.
+func (s *Session) SessionID() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
+
+// Password returns the session's password.
+func (s *Session) Password() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]byte(nil), s.passwd...)
+}
+
+// Timeout returns the session timeout the server negotiated at the last
+// connection (it may change at a reconnect).
+func (s *Session) Timeout() time.Duration { return time.Duration(s.timeout.Load()) }
+
+// LastZxid returns the last zxid seen in a reply to a request.
+func (s *Session) LastZxid() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastZxid
+}
+
+// State returns the session's state now.
+func (s *Session) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// Done returns a channel closed when the session has ended: expired,
+// refused the credentials, or closed. Err then says why.
+func (s *Session) Done() <-chan struct{} { return s.quit }
+
+// Err returns nil while the session lives, then why it ended: an error
+// matching ErrSessionExpired or ErrAuthFailed, or ErrClosed.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.end
+}

@@ -1,0 +1,290 @@
+package zksession_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zklock/zklock/internal/zksession"
+	"github.com/zklock/zklock/internal/zkwire"
+	"github.com/zklock/zklock/zktest"
+)
+
+// 1000 requests in flight at once each get their own reply.
+func TestIntegration_Pipeline(t *testing.T) {
+	s := open(t, nil, 4*time.Second, nil)
+	root := zktest.Shared(t).Root(t)
+	mustCreate(t, s, root+"/p", nil)
+	const n = 1000
+	versions := make([]int32, n)
+	mzxids := make([]int64, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := s.SetData(ctx(t), root+"/p", []byte(fmt.Sprint(i)), -1)
+			versions[i], mzxids[i] = st.Version, st.Mzxid
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[int32]int64{}
+	for i, v := range versions {
+		if _, dup := seen[v]; dup || v < 1 || v > n {
+			t.Fatalf("request %d got version %d: replies crossed", i, v)
+		}
+		seen[v] = mzxids[i]
+	}
+	for v := int32(2); v <= n; v++ {
+		if seen[v] <= seen[v-1] {
+			t.Fatalf("version %d has zxid %d, not after version %d's %d", v, seen[v], v-1, seen[v-1])
+		}
+	}
+}
+
+// A call whose context ends returns at once, leaves no goroutine, and
+// the requests behind it get their own replies.
+func TestIntegration_CancelledRequest(t *testing.T) {
+	link := zktest.NewLink(t, zktest.Shared(t))
+	s := open(t, link, 4*time.Second, nil)
+	root := zktest.Shared(t).Root(t)
+	mustCreate(t, s, root+"/a", []byte("a"))
+	mustCreate(t, s, root+"/b", []byte("b"))
+	link.SetDelay(100 * time.Millisecond)
+	base := runtime.NumGoroutine()
+	for range 20 {
+		c, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		start := time.Now()
+		_, _, err := s.GetData(c, root+"/a")
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 150*time.Millisecond {
+			t.Fatalf("GetData with a 20ms deadline: %v after %v", err, time.Since(start))
+		}
+	}
+	if g := runtime.NumGoroutine(); g > base {
+		t.Fatalf("%d goroutines after 20 abandoned calls, %d before", g, base)
+	}
+	data, _, err := s.GetData(ctx(t), root+"/b")
+	if err != nil || string(data) != "b" {
+		t.Fatalf("GetData behind abandoned calls = %q, %v", data, err)
+	}
+	link.SetDelay(0)
+}
+
+// A connection loss fails every call in flight, each once, with
+// ErrConnectionLoss; the session reconnects and serves again.
+func TestIntegration_ConnectionLoss(t *testing.T) {
+	link := zktest.NewLink(t, zktest.Shared(t))
+	st := newStates()
+	s := open(t, link, 4*time.Second, st)
+	root := zktest.Shared(t).Root(t)
+	mustCreate(t, s, root+"/a", nil)
+	id := s.SessionID()
+	link.SetDelay(200 * time.Millisecond)
+	const n = 50
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := s.Exists(ctx(t), root+"/a")
+			errs <- err
+		}()
+	}
+	// Every request written (the delay holds their replies back), then cut.
+	deadline, tick := time.After(wait), time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for s.InFlight() < n {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("only %d of %d requests written", s.InFlight(), n)
+		}
+	}
+	link.Cut()
+	for range n {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, zksession.ErrConnectionLoss) {
+				t.Fatalf("call in flight at a cut: %v", err)
+			}
+		case <-time.After(wait):
+			t.Fatal("a call in flight at a cut did not return")
+		}
+	}
+	link.SetDelay(0)
+	st.await(t, zksession.StateDisconnected)
+	st.await(t, zksession.StateConnected)
+	if _, err := s.Exists(ctx(t), root+"/a"); err != nil || s.SessionID() != id {
+		t.Fatalf("after reconnecting: %v, session %#x (was %#x)", err, s.SessionID(), id)
+	}
+}
+
+// The reconnect race (go-zookeeper #35): a watch set before a cut fires
+// for a change made during the cut, while requests queued during the
+// cut (whose replies carry newer zxids) go out at the reconnect.
+func TestIntegration_WatchAcrossCut(t *testing.T) {
+	cluster := zktest.Shared(t)
+	link := zktest.NewLink(t, cluster)
+	st := newStates()
+	s := open(t, link, 4*time.Second, st)
+	other := open(t, nil, 4*time.Second, nil)
+	root := cluster.Root(t)
+	mustCreate(t, s, root+"/w", nil)
+	for run := range 20 {
+		_, _, w, err := s.GetDataW(ctx(t), root+"/w")
+		if err != nil || w == nil {
+			t.Fatalf("run %d: GetDataW: %v, %v", run, w, err)
+		}
+		link.Cut()
+		if _, err := other.SetData(ctx(t), root+"/w", []byte{byte(run)}, -1); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.Exists(ctx(t), root+"/w")
+			}()
+		}
+		ev := event(t, w)
+		wg.Wait()
+		if ev.Type != zkwire.EventNodeDataChanged || ev.Path != root+"/w" {
+			t.Fatalf("run %d: event %+v", run, ev)
+		}
+	}
+}
+
+// A session the server expires ends for good: calls fail with
+// ErrSessionExpired, watches hear Expired, no new session is opened.
+func TestIntegration_ExpireSession(t *testing.T) {
+	cluster := zktest.Shared(t)
+	link := zktest.NewLink(t, cluster)
+	st := newStates()
+	s := open(t, link, 4*time.Second, st)
+	root := cluster.Root(t)
+	_, w, err := s.ExistsW(ctx(t), root+"/e")
+	if !errors.Is(err, zksession.ErrNoNode) || w == nil {
+		t.Fatalf("ExistsW of a missing node: %v, %v", w, err)
+	}
+	id := s.SessionID()
+	if err := link.ExpireSession(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	st.await(t, zksession.StateExpired)
+	<-s.Done()
+	if ev := event(t, w); ev.Type != zkwire.EventNone || ev.State != zkwire.StateExpired {
+		t.Fatalf("watch heard %+v, want the expiry", ev)
+	}
+	if _, err := s.Exists(ctx(t), root); !errors.Is(err, zksession.ErrSessionExpired) {
+		t.Fatalf("call after expiry: %v", err)
+	}
+	if !errors.Is(s.Err(), zksession.ErrSessionExpired) || s.SessionID() != id || s.State() != zksession.StateExpired {
+		t.Fatalf("after expiry: Err %v, session %#x (was %#x), state %v", s.Err(), s.SessionID(), id, s.State())
+	}
+}
+
+// While the link swallows everything, every call returns by its
+// deadline, and the session expires on its own after 4T/3 of silence.
+func TestIntegration_Blackhole(t *testing.T) {
+	cluster := zktest.Shared(t)
+	link := zktest.NewLink(t, cluster)
+	st := newStates()
+	s := open(t, link, 1200*time.Millisecond, st)
+	root := cluster.Root(t)
+	link.Blackhole()
+	defer link.Restore()
+	for range 5 {
+		c, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		start := time.Now()
+		_, err := s.Exists(c, root)
+		cancel()
+		if took := time.Since(start); took > 300*time.Millisecond || err == nil {
+			t.Fatalf("Exists with a 200ms deadline on a black hole: %v after %v", err, took)
+		}
+	}
+	st.await(t, zksession.StateExpired)
+	if !errors.Is(s.Err(), zksession.ErrSessionExpired) {
+		t.Fatalf("Err = %v", s.Err())
+	}
+}
+
+// RemoveWatch ends a watch with a removal event and removes the
+// server's watch when it was the last.
+func TestIntegration_RemoveWatch(t *testing.T) {
+	s := open(t, nil, 4*time.Second, nil)
+	root := zktest.Shared(t).Root(t)
+	mustCreate(t, s, root+"/r", nil)
+	_, _, w1, err := s.GetDataW(ctx(t), root+"/r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, w2, err := s.ExistsW(ctx(t), root+"/r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveWatch(ctx(t), w1); err != nil {
+		t.Fatal(err)
+	}
+	if ev := event(t, w1); ev.Type != zkwire.EventDataWatchRemoved {
+		t.Fatalf("removed watch heard %+v", ev)
+	}
+	// w2 still needs the server's watch.
+	if _, err := s.SetData(ctx(t), root+"/r", []byte("x"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if ev := event(t, w2); ev.Type != zkwire.EventNodeDataChanged {
+		t.Fatalf("remaining watch heard %+v", ev)
+	}
+	_, _, w3, err := s.GetDataW(ctx(t), root+"/r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveWatch(ctx(t), w3); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Do(ctx(t), zkwire.OpRemoveWatches, root+"/r", zkwire.RemoveWatchesRequest{Path: root + "/r", Type: zkwire.WatcherData}, nil)
+	if !errors.Is(err, zksession.ErrNoWatcher) {
+		t.Fatalf("the server kept the watch: removing it again gave %v", err)
+	}
+}
+
+// Close ends the session on the server (its ephemeral nodes go), is
+// idempotent, and calls after it fail with ErrClosed.
+func TestIntegration_Close(t *testing.T) {
+	st := newStates()
+	s := open(t, nil, 4*time.Second, st)
+	other := open(t, nil, 4*time.Second, nil)
+	root := zktest.Shared(t).Root(t)
+	if _, err := s.Create(ctx(t), root+"/eph", nil, zksession.OpenACL, zkwire.ModeEphemeral); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, s, root+"/kept", nil)
+	_, _, w, err := s.GetDataW(ctx(t), root+"/kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s.Close()
+	if _, err := other.Exists(ctx(t), root+"/eph"); !errors.Is(err, zksession.ErrNoNode) {
+		t.Fatalf("ephemeral after Close: %v", err)
+	}
+	if _, err := s.Exists(ctx(t), root); !errors.Is(err, zksession.ErrClosed) {
+		t.Fatalf("call after Close: %v", err)
+	}
+	if ev := event(t, w); ev.State != zkwire.StateClosed {
+		t.Fatalf("watch heard %+v at Close", ev)
+	}
+	st.await(t, zksession.StateClosed)
+}

@@ -1,0 +1,281 @@
+package zksession
+
+import (
+	"sync"
+
+	"github.com/zklock/zklock/internal/zkwire"
+)
+
+// An Event is what a Watch hears: a change of its node (Type
+// EventNodeCreated...), its removal (EventDataWatchRemoved,
+// EventChildWatchRemoved) or the end of the session (Type EventNone,
+// State StateExpired, StateAuthFailed or StateClosed).
+type Event struct {
+	Type  zkwire.EventType
+	State zkwire.KeeperState
+	Path  string
+	Zxid  int64 // the notification's zxid (-1 from servers up to 3.8), 0 if made here
+}
+
+// watchKind is which of the Java client's three watch tables a Watch is
+// in: data (getData, or exists on a node that was there), exist (exists
+// on a missing node) or child (getChildren).
+type watchKind uint8
+
+const (
+	kindNone watchKind = iota
+	kindData
+	kindExist
+	kindChild
+)
+
+// A Watch is one one-shot watch on a node. Its channel C is buffered 1
+// and receives exactly one Event, then nothing more (it is not closed).
+// A Watch costs nothing once it has fired or been removed.
+type Watch struct {
+	C    <-chan Event
+	c    chan Event
+	path string
+	kind watchKind // set when registered; guarded by watchSet.mu
+}
+
+// Path returns the watched node's path.
+func (w *Watch) Path() string { return w.path }
+
+func newWatch(path string) *Watch {
+	c := make(chan Event, 1)
+	return &Watch{C: c, c: c, path: path}
+}
+
+// pathWatches are one path's watches, and how many requests that set a
+// server watch on it are in flight, by server type (data and exist
+// watches are one server watch, WatcherData; child watches another).
+type pathWatches struct {
+	data, exist, child     []*Watch
+	inflightData, inflight int
+}
+
+func (p *pathWatches) list(k watchKind) *[]*Watch {
+	switch k {
+	case kindData:
+		return &p.data
+	case kindExist:
+		return &p.exist
+	}
+	return &p.child
+}
+
+func (p *pathWatches) empty() bool {
+	return len(p.data)+len(p.exist)+len(p.child) == 0 && p.inflightData+p.inflight == 0
+}
+
+// watchSet is a session's watches. mu guards m and every Watch's kind;
+// a Watch is delivered to, once, only by whoever removes it from m under
+// mu, so its send never blocks.
+type watchSet struct {
+	mu sync.Mutex
+	m  map[string]*pathWatches
+}
+
+func (s *watchSet) entry(path string) *pathWatches {
+	p := s.m[path]
+	if p == nil {
+		if s.m == nil {
+			s.m = make(map[string]*pathWatches)
+		}
+		p = &pathWatches{}
+		s.m[path] = p
+	}
+	return p
+}
+
+func (s *watchSet) tidy(path string, p *pathWatches) {
+	if p.empty() {
+		delete(s.m, path)
+	}
+}
+
+// serverType is the server's watch type a request of kind k sets.
+func serverType(k watchKind) zkwire.WatcherType {
+	if k == kindChild {
+		return zkwire.WatcherChildren
+	}
+	return zkwire.WatcherData
+}
+
+// sent counts a request that will set a server watch of r.wtype on
+// r.path, from the moment it is queued until settle.
+func (s *watchSet) sent(r *request) {
+	s.mu.Lock()
+	p := s.entry(r.path)
+	if r.wtype == zkwire.WatcherChildren {
+		p.inflight++
+	} else {
+		p.inflightData++
+	}
+	s.mu.Unlock()
+}
+
+// settle ends the count of r and, if its reply had code (and r was not
+// abandoned, register true), registers r's Watch as the code says.
+func (s *watchSet) settle(r *request, code zkwire.Code, register bool) bool {
+	if r.wtype == 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.entry(r.path)
+	if r.wtype == zkwire.WatcherChildren {
+		p.inflight--
+	} else {
+		p.inflightData--
+	}
+	k := registeredKind(r.op, code)
+	if register && k != kindNone {
+		r.watch.kind = k
+		l := p.list(k)
+		*l = append(*l, r.watch)
+	}
+	s.tidy(r.path, p)
+	return register && k != kindNone
+}
+
+// registeredKind is the table a watch goes in after a reply of op with
+// code, as the Java client's WatchRegistration decides; kindNone when
+// the server set no watch.
+func registeredKind(op zkwire.OpCode, code zkwire.Code) watchKind {
+	switch {
+	case op == zkwire.OpExists && code == zkwire.CodeOK:
+		return kindData
+	case op == zkwire.OpExists && code == zkwire.CodeNoNode:
+		return kindExist
+	case code != zkwire.CodeOK:
+		return kindNone
+	case op == zkwire.OpGetData:
+		return kindData
+	case op == zkwire.OpGetChildren, op == zkwire.OpGetChildren2:
+		return kindChild
+	}
+	return kindNone
+}
+
+// fire delivers a notification to the watches it triggers, as the Java
+// client's ZKWatchManager does, and forgets them.
+func (s *watchSet) fire(ev Event) {
+	var kinds []watchKind
+	switch ev.Type {
+	case zkwire.EventNodeCreated, zkwire.EventNodeDataChanged:
+		kinds = []watchKind{kindData, kindExist}
+	case zkwire.EventNodeDeleted:
+		kinds = []watchKind{kindData, kindExist, kindChild}
+	case zkwire.EventNodeChildrenChanged:
+		kinds = []watchKind{kindChild}
+	default:
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.m[ev.Path]
+	if p == nil {
+		return
+	}
+	for _, k := range kinds {
+		l := p.list(k)
+		for _, w := range *l {
+			w.c <- ev
+		}
+		*l = nil
+	}
+	s.tidy(ev.Path, p)
+}
+
+// remove takes w out of the set, delivering it a removal event. It
+// returns false if w was not there (it fired, or was removed before),
+// and whether no watch nor request in flight needs the server's watch
+// of w's type on its path any more.
+func (s *watchSet) remove(w *Watch) (found, last bool, t zkwire.WatcherType) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.m[w.path]
+	if p == nil || w.kind == kindNone {
+		return false, false, 0
+	}
+	l := p.list(w.kind)
+	i := indexOf(*l, w)
+	if i < 0 {
+		return false, false, 0
+	}
+	*l = append((*l)[:i], (*l)[i+1:]...)
+	ev := Event{Type: zkwire.EventDataWatchRemoved, State: zkwire.StateSyncConnected, Path: w.path}
+	t = serverType(w.kind)
+	if t == zkwire.WatcherChildren {
+		ev.Type = zkwire.EventChildWatchRemoved
+		last = len(p.child) == 0 && p.inflight == 0
+	} else {
+		last = len(p.data)+len(p.exist) == 0 && p.inflightData == 0
+	}
+	w.c <- ev
+	s.tidy(w.path, p)
+	return true, last, t
+}
+
+func indexOf(l []*Watch, w *Watch) int {
+	for i, x := range l {
+		if x == w {
+			return i
+		}
+	}
+	return -1
+}
+
+// end delivers the end of the session to every watch and forgets them.
+func (s *watchSet) end(state zkwire.KeeperState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for path, p := range s.m {
+		for _, l := range [][]*Watch{p.data, p.exist, p.child} {
+			for _, w := range l {
+				w.c <- Event{Type: zkwire.EventNone, State: state, Path: path}
+			}
+		}
+	}
+	s.m = nil
+}
+
+// setWatchesMax bounds the paths of one SetWatches, as the Java client's
+// SET_WATCHES_MAX_LENGTH does (ZOOKEEPER-706).
+const setWatchesMax = 128 * 1024
+
+// setWatches returns the SetWatches requests that set the watches again
+// on a new connection, in batches of at most setWatchesMax bytes of
+// paths, each with relativeZxid zxid.
+func (s *watchSet) setWatches(zxid int64) []zkwire.SetWatches {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []zkwire.SetWatches
+	cur, size := zkwire.SetWatches{RelativeZxid: zxid}, 0
+	add := func(l *[]string, path string) {
+		if size > 0 && size+len(path) > setWatchesMax {
+			out = append(out, cur)
+			// l points into cur, a variable: it now names the new batch's list.
+			cur, size = zkwire.SetWatches{RelativeZxid: zxid}, 0
+		}
+		*l = append(*l, path)
+		size += len(path) + 4
+	}
+	for path, p := range s.m {
+		if len(p.data) > 0 {
+			add(&cur.DataWatches, path)
+		}
+		if len(p.exist) > 0 {
+			add(&cur.ExistWatches, path)
+		}
+		if len(p.child) > 0 {
+			add(&cur.ChildWatches, path)
+		}
+	}
+	if size > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
