@@ -7,3 +7,11 @@ func (s *Session) InFlight() int {
 	defer s.mu.Unlock()
 	return len(s.pending)
 }
+
+// Queued returns how many requests wait to be written, for tests that
+// must queue one during a cut.
+func (s *Session) Queued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
+}
