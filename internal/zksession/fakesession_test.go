@@ -95,3 +95,106 @@ func TestBadReplyEndsConnection(t *testing.T) {
 		})
 	}
 }
+
+// expect reads the next request and fails unless it has xid and op.
+func expect(t *testing.T, fc *fakeConn, xid int32, op zkwire.OpCode) *zkwire.Decoder {
+	t.Helper()
+	h, d := fc.read()
+	if h.Xid != xid || h.Type != op {
+		t.Fatalf("request %d %v on the wire, want %d %v", h.Xid, h.Type, xid, op)
+	}
+	return d
+}
+
+var digest = []zksession.Auth{{Scheme: "digest", Auth: []byte("u:p")}}
+
+// cut closes fc from the server's side and waits until the session
+// has heard it.
+func cut(t *testing.T, fc *fakeConn, st *states) {
+	t.Helper()
+	fc.nc.Close()
+	st.await(t, zksession.StateDisconnected)
+}
+
+// Each connection sends, after its ConnectResponse, the auth packets,
+// then SetWatches, then what was queued during the cut, in that order.
+func TestReconnectWireOrder(t *testing.T) {
+	fs := newFakeServer(t)
+	st := newStates()
+	s, fc := fs.dial(t, zksession.Config{Auth: digest, OnState: st.on})
+	d := expect(t, fc, zkwire.XidAuth, zkwire.OpAuth)
+	var auth zkwire.AuthPacket
+	if err := auth.Decode(d); err != nil || auth.Scheme != "digest" || string(auth.Auth) != "u:p" {
+		t.Fatalf("auth packet %+v, %v; want digest u:p", auth, err)
+	}
+	fc.reply(zkwire.ReplyHeader{Xid: zkwire.XidAuth}, nil)
+	w := call(func() error { _, _, err := s.ExistsW(ctx(t), "/w"); return err })
+	h, _ := fc.read()
+	fc.reply(zkwire.ReplyHeader{Xid: h.Xid, Zxid: 5, Err: zkwire.CodeNoNode}, nil)
+	if err := result(t, w); !errors.Is(err, zksession.ErrNoNode) {
+		t.Fatalf("ExistsW of a missing node: %v", err)
+	}
+	cut(t, fc, st)
+	fc2 := fs.next(t)
+	queued := getData(t, s, "/q")
+	awaitQueued(t, s, 1)
+	fc2.grant(1)
+	expect(t, fc2, zkwire.XidAuth, zkwire.OpAuth)
+	expect(t, fc2, zkwire.XidSetWatches, zkwire.OpSetWatches)
+	h, _ = fc2.read()
+	if h.Xid <= 0 || h.Type != zkwire.OpGetData {
+		t.Fatalf("request %d %v after SetWatches, want the queued getData", h.Xid, h.Type)
+	}
+	fc2.reply(zkwire.ReplyHeader{Xid: zkwire.XidAuth}, nil)
+	fc2.reply(zkwire.ReplyHeader{Xid: zkwire.XidSetWatches, Zxid: 5}, nil)
+	fc2.reply(zkwire.ReplyHeader{Xid: h.Xid, Zxid: 6}, zkwire.GetDataResponse{})
+	if err := result(t, queued); err != nil {
+		t.Fatalf("GetData queued during the cut: %v", err)
+	}
+}
+
+// A server that answers the auth packet with AuthFailed ends the
+// session: calls fail with ErrAuthFailed, OnState hears AuthFailed, and
+// no reconnection follows.
+func TestAuthFailedIsTerminal(t *testing.T) {
+	fs := newFakeServer(t)
+	st := newStates()
+	s, fc := fs.dial(t, zksession.Config{Auth: digest, OnState: st.on})
+	expect(t, fc, zkwire.XidAuth, zkwire.OpAuth)
+	inflight := getData(t, s, "/a")
+	fc.read()
+	fc.reply(zkwire.ReplyHeader{Xid: zkwire.XidAuth, Err: zkwire.CodeAuthFailed}, nil)
+	fc.nc.Close()
+	if err := result(t, inflight); !errors.Is(err, zksession.ErrAuthFailed) {
+		t.Fatalf("call in flight at the auth failure: %v, want ErrAuthFailed", err)
+	}
+	st.await(t, zksession.StateAuthFailed)
+	if _, _, err := s.GetData(ctx(t), "/b"); !errors.Is(err, zksession.ErrAuthFailed) {
+		t.Fatalf("call after the auth failure: %v, want ErrAuthFailed", err)
+	}
+	if !errors.Is(s.Err(), zksession.ErrAuthFailed) {
+		t.Fatalf("Err() = %v, want ErrAuthFailed", s.Err())
+	}
+	select {
+	case fc2 := <-fs.conns:
+		t.Fatalf("session reconnected (session %#x) after an auth failure", fc2.req.SessionID)
+	default:
+	}
+}
+
+// A ConnectResponse naming another session at a reconnect is the
+// session's expiry: it is never adopted.
+func TestReconnectOtherSessionExpires(t *testing.T) {
+	fs := newFakeServer(t)
+	st := newStates()
+	s, fc := fs.dial(t, zksession.Config{OnState: st.on})
+	cut(t, fc, st)
+	fs.next(t).grant(2)
+	st.await(t, zksession.StateExpired)
+	if id := s.SessionID(); id != 1 {
+		t.Fatalf("SessionID() = %#x after a reconnect answered for 0x2, want 0x1", id)
+	}
+	if _, _, err := s.GetData(ctx(t), "/a"); !errors.Is(err, zksession.ErrSessionExpired) {
+		t.Fatalf("call after the other session's answer: %v, want ErrSessionExpired", err)
+	}
+}
