@@ -2,6 +2,8 @@ package zksession_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/zklock/zklock/internal/zksession"
@@ -26,7 +28,7 @@ func TestXidOutOfOrderReconnects(t *testing.T) {
 	h, _ := fc.read()
 	fc.reply(zkwire.ReplyHeader{Xid: h.Xid, Zxid: 7}, zkwire.GetDataResponse{})
 	for _, ch := range []<-chan error{a, b} {
-		if err := result(t, ch); !errors.Is(err, zksession.ErrConnectionLoss) {
+		if err := result(t, ch); zksession.CodeOf(err) != zkwire.CodeConnectionLoss {
 			t.Fatalf("call in flight after an out-of-order reply: %v, want connection loss", err)
 		}
 	}
@@ -165,11 +167,11 @@ func TestAuthFailedIsTerminal(t *testing.T) {
 	fc.read()
 	fc.reply(zkwire.ReplyHeader{Xid: zkwire.XidAuth, Err: zkwire.CodeAuthFailed}, nil)
 	fc.nc.Close()
-	if err := result(t, inflight); !errors.Is(err, zksession.ErrAuthFailed) {
+	if err := result(t, inflight); zksession.CodeOf(err) != zkwire.CodeAuthFailed {
 		t.Fatalf("call in flight at the auth failure: %v, want ErrAuthFailed", err)
 	}
 	st.await(t, zksession.StateAuthFailed)
-	if _, _, err := s.GetData(ctx(t), "/b"); !errors.Is(err, zksession.ErrAuthFailed) {
+	if _, _, err := s.GetData(ctx(t), "/b"); zksession.CodeOf(err) != zkwire.CodeAuthFailed {
 		t.Fatalf("call after the auth failure: %v, want ErrAuthFailed", err)
 	}
 	if !errors.Is(s.Err(), zksession.ErrAuthFailed) {
@@ -194,7 +196,108 @@ func TestReconnectOtherSessionExpires(t *testing.T) {
 	if id := s.SessionID(); id != 1 {
 		t.Fatalf("SessionID() = %#x after a reconnect answered for 0x2, want 0x1", id)
 	}
-	if _, _, err := s.GetData(ctx(t), "/a"); !errors.Is(err, zksession.ErrSessionExpired) {
+	if _, _, err := s.GetData(ctx(t), "/a"); zksession.CodeOf(err) != zkwire.CodeSessionExpired {
 		t.Fatalf("call after the other session's answer: %v, want ErrSessionExpired", err)
+	}
+}
+
+// watchMany sets an exist watch on n paths of about 1 KiB each through
+// fc, the replies carrying zxids 101 to 100+n. It returns the paths.
+func watchMany(t *testing.T, s *zksession.Session, fc *fakeConn, n int) map[string]bool {
+	t.Helper()
+	paths := map[string]bool{}
+	var calls []<-chan error
+	for i := range n {
+		p := fmt.Sprintf("/w/%s%04d", strings.Repeat("x", 1000), i)
+		paths[p] = true
+		calls = append(calls, call(func() error { _, _, err := s.ExistsW(ctx(t), p); return err }))
+	}
+	for i := range n {
+		h, _ := fc.read()
+		fc.reply(zkwire.ReplyHeader{Xid: h.Xid, Zxid: int64(101 + i), Err: zkwire.CodeNoNode}, nil)
+	}
+	for _, c := range calls {
+		if err := result(t, c); !errors.Is(err, zksession.ErrNoNode) {
+			t.Fatalf("ExistsW of a missing node: %v", err)
+		}
+	}
+	return paths
+}
+
+// readSetWatches reads SetWatches frames from fc until another request,
+// which it returns with the batches.
+func readSetWatches(t *testing.T, fc *fakeConn) ([]zkwire.SetWatches, zkwire.RequestHeader) {
+	t.Helper()
+	var batches []zkwire.SetWatches
+	for {
+		h, d := fc.read()
+		if h.Xid != zkwire.XidSetWatches {
+			return batches, h
+		}
+		var sw zkwire.SetWatches
+		if err := sw.Decode(d); err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, sw)
+	}
+}
+
+// Watches whose paths total over 128 KiB are set again in several
+// SetWatches, each under 128 KiB of paths, all relative to the zxid of
+// the last reply (not of a ping or a notification), before any queued
+// request.
+func TestSetWatchesBatches(t *testing.T) {
+	const n = 200
+	fs := newFakeServer(t)
+	st := newStates()
+	s, fc := fs.dial(t, zksession.Config{OnState: st.on})
+	paths := watchMany(t, s, fc, n)
+	fc.reply(zkwire.ReplyHeader{Xid: zkwire.XidPing, Zxid: 9000}, nil)
+	fc.reply(zkwire.ReplyHeader{Xid: zkwire.XidNotification, Zxid: 9001},
+		zkwire.WatcherEvent{Type: zkwire.EventNodeCreated, State: zkwire.StateSyncConnected, Path: "/other"})
+	cut(t, fc, st)
+	fc2 := fs.next(t)
+	if fc2.req.LastZxidSeen != 100+n {
+		t.Fatalf("reconnect sent last zxid %d, want %d", fc2.req.LastZxidSeen, 100+n)
+	}
+	queued := getData(t, s, "/q")
+	awaitQueued(t, s, 1)
+	fc2.grant(1)
+	batches, h := readSetWatches(t, fc2)
+	if h.Type != zkwire.OpGetData || len(batches) < 2 {
+		t.Fatalf("%d SetWatches then %v, want several then the queued getData", len(batches), h.Type)
+	}
+	for _, sw := range batches {
+		checkBatch(t, sw, paths, 100+n)
+	}
+	if len(paths) != 0 {
+		t.Fatalf("%d watched paths in no SetWatches", len(paths))
+	}
+	for range batches {
+		fc2.reply(zkwire.ReplyHeader{Xid: zkwire.XidSetWatches, Zxid: 300}, nil)
+	}
+	fc2.reply(zkwire.ReplyHeader{Xid: h.Xid, Zxid: 301}, zkwire.GetDataResponse{})
+	if err := result(t, queued); err != nil {
+		t.Fatalf("GetData queued during the cut: %v", err)
+	}
+}
+
+// checkBatch checks one SetWatches and strikes its paths off paths.
+func checkBatch(t *testing.T, sw zkwire.SetWatches, paths map[string]bool, zxid int64) {
+	t.Helper()
+	if sw.RelativeZxid != zxid || len(sw.DataWatches)+len(sw.ChildWatches) != 0 {
+		t.Fatalf("SetWatches relative to %d with %d data, %d child watches; want %d, exist watches only",
+			sw.RelativeZxid, len(sw.DataWatches), len(sw.ChildWatches), zxid)
+	}
+	size := 0
+	for _, p := range sw.ExistWatches {
+		if !paths[p] {
+			t.Fatalf("SetWatches names %.20s... twice or unwatched", p)
+		}
+		delete(paths, p)
+		size += len(p)
+	}
+	if size > 128*1024 {
+		t.Fatalf("one SetWatches carries %d bytes of paths, over 128 KiB", size)
 	}
 }
