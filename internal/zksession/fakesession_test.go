@@ -59,6 +59,15 @@ var badFrames = []struct {
 		b = zkwire.AppendBuffer(b, []byte("data"))
 		return withLength(b[:len(b)-2])
 	}, isDecodeError},
+	{"truncated notification", func(int32) []byte {
+		b := zkwire.ReplyHeader{Xid: zkwire.XidNotification, Zxid: -1}.Encode(nil)
+		b = zkwire.WatcherEvent{Type: zkwire.EventNodeCreated, State: zkwire.StateSyncConnected, Path: "/n"}.Encode(b)
+		return withLength(b[:len(b)-1])
+	}, isDecodeError},
+	{"negative string length", func(xid int32) []byte {
+		b := zkwire.ReplyHeader{Xid: xid, Zxid: 3}.Encode(nil)
+		return withLength(zkwire.AppendInt32(b, -7))
+	}, isDecodeError},
 	{"short header", func(int32) []byte { return withLength([]byte{0, 0, 0, 1, 0, 0}) }, isDecodeError},
 	{"negative length", func(int32) []byte { return zkwire.AppendInt32(nil, -1) }, isFrameSize},
 	{"over MaxFrame", func(int32) []byte { return zkwire.AppendInt32(nil, 8192) }, isFrameSize},
