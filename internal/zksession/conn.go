@@ -246,7 +246,7 @@ func (s *Session) reply(h zkwire.ReplyHeader, d *zkwire.Decoder) error {
 	r := s.pending[0]
 	s.pending[0] = nil
 	s.pending = s.pending[1:]
-	if h.Zxid > 0 {
+	if h.Zxid > s.lastZxid { // only forward: a server never goes back, and a stale reply must not move it
 		s.lastZxid = h.Zxid
 	}
 	s.mu.Unlock()
