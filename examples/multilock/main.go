@@ -74,7 +74,7 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 	defer admin.Close()
 	defer cleanup(admin.Conn(), root) // after the sessions close
 	for _, a := range accounts {
-		if err := put(admin.Conn(), a.balance, strconv.Itoa(opening)); err != nil {
+		if err := put(ctx, admin, a.balance, strconv.Itoa(opening)); err != nil {
 			return err
 		}
 	}
@@ -213,20 +213,16 @@ func deleteTree(conn *zk.Conn, p string) error {
 	return nil
 }
 
-// put sets the node at p to value, creating it and its missing ancestors
-// if needed.
-func put(conn *zk.Conn, p, value string) error {
+// put sets the node at p to value, creating it, and its missing
+// ancestors through Client.EnsurePath, if needed.
+func put(ctx context.Context, c *zklock.Client, p, value string) error {
+	conn := c.Conn()
 	_, err := conn.Set(p, []byte(value), -1)
 	if !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
-	for i := 1; i < len(p); i++ { // the ancestors, from the top
-		if p[i] == '/' {
-			_, err := conn.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll))
-			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-				return err
-			}
-		}
+	if err := c.EnsurePath(ctx, path.Dir(p)); err != nil {
+		return err
 	}
 	_, err = conn.Create(p, []byte(value), 0, zk.WorldACL(zk.PermAll))
 	return err

@@ -67,7 +67,7 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 	}
 	defer admin.Close()
 	defer cleanup(admin.Conn(), root)
-	if err := setConfig(admin.Conn(), "v0"); err != nil {
+	if err := setConfig(ctx, admin, "v0"); err != nil {
 		return err
 	}
 	stop := make(chan struct{})
@@ -178,7 +178,7 @@ func (s *session) publish(ctx context.Context, out io.Writer, version string) er
 	defer w.Release()
 	// The two keys are written one after the other: a reader that did not
 	// hold the read lock could see a new a with an old b in between.
-	if err := setConfig(conn, version); err != nil {
+	if err := setConfig(ctx, s.c, version); err != nil {
 		return errors.Join(err, w.Release())
 	}
 	// Downgrade: the read lock is granted at once to the context that
@@ -200,12 +200,12 @@ func (s *session) publish(ctx context.Context, out io.Writer, version string) er
 
 // setConfig writes version into both keys, one after the other, creating
 // them if needed.
-func setConfig(conn *zk.Conn, version string) error {
+func setConfig(ctx context.Context, c *zklock.Client, version string) error {
 	for i, key := range []string{keyA, keyB} {
 		if i == 1 {
 			time.Sleep(halfway) // a slow writer: the window a lock must cover
 		}
-		if err := put(conn, key, version); err != nil {
+		if err := put(ctx, c, key, version); err != nil {
 			return err
 		}
 	}
@@ -260,20 +260,16 @@ func deleteTree(conn *zk.Conn, p string) error {
 	return nil
 }
 
-// put sets the node at p to value, creating it and its missing ancestors
-// if needed.
-func put(conn *zk.Conn, p, value string) error {
+// put sets the node at p to value, creating it, and its missing
+// ancestors through Client.EnsurePath, if needed.
+func put(ctx context.Context, c *zklock.Client, p, value string) error {
+	conn := c.Conn()
 	_, err := conn.Set(p, []byte(value), -1)
 	if !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
-	for i := 1; i < len(p); i++ { // the ancestors, from the top
-		if p[i] == '/' {
-			_, err := conn.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll))
-			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-				return err
-			}
-		}
+	if err := c.EnsurePath(ctx, path.Dir(p)); err != nil {
+		return err
 	}
 	_, err = conn.Create(p, []byte(value), 0, zk.WorldACL(zk.PermAll))
 	return err
