@@ -143,7 +143,7 @@ func TestIntegration_PathsOneRule(t *testing.T) {
 	err = c.EnsurePath(bg, "inventory")
 	require.ErrorIs(t, err, zklock.ErrInvalidPath)
 	assert.Contains(t, err.Error(), `"inventory"`)
-	//nolint:staticcheck // a nil context on purpose
+	//lint:ignore SA1012 a nil context on purpose: EnsurePath must refuse it
 	require.ErrorIs(t, c.EnsurePath(nil, "/x"), zklock.ErrInvalidArgument)
 	require.ErrorIs(t, (*zklock.Client)(nil).EnsurePath(bg, "/x"), zklock.ErrInvalidArgument)
 	closed := e.client()
