@@ -173,8 +173,11 @@ func TestIntegration_LaggableFollower(t *testing.T) {
 	if took := time.Since(start); took > lag/2 {
 		t.Errorf("a new session on the lagging follower took %v, want it local and at once", took)
 	}
-	mustCreate(t, onG, "/during", nil, 0)
+	// The leader sends its commit to f before g answers the create, so the
+	// lag is counted from before the request: f applies the write no sooner
+	// than the lag after this instant.
 	created := time.Now()
+	mustCreate(t, onG, "/during", nil, 0)
 	for _, conn := range []*zk.Conn{onF, fresh} {
 		if ok, _, err := conn.Exists("/during"); err != nil || ok {
 			t.Fatalf("the lagging follower shows /during at once: %v, %v", ok, err)
