@@ -128,9 +128,9 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 		registered(c, false) // never returned, so never closed
 		return nil, wrapf(err, "connect %s", strings.Join(addrs, ","))
 	}
-	c.conn, c.zc, c.zkEvents = conn, conn, events
+	c.conn, c.zc, c.zkEvents = conn, goConn{conn}, events
 	if o.wrapConn != nil {
-		c.zc = o.wrapConn(conn)
+		c.zc = o.wrapConn(c.zc)
 	}
 	if c.sockets.wrapped {
 		c.zc = guardConn{zkConn: c.zc, c: c}
@@ -268,7 +268,7 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) *Client {
 		registered(c, false) // closed from the start
 		return c
 	}
-	c.conn, c.zc, c.zkEvents = conn, conn, events
+	c.conn, c.zc, c.zkEvents = conn, goConn{conn}, events
 	if conn.State() == zk.StateHasSession {
 		c.state, c.session = StateConnected, conn.SessionID()
 		c.setUpLocked() // not shared yet: no lock needed

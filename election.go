@@ -347,7 +347,7 @@ func eachExisting(ctx context.Context, li *lockInternals, fn func(node string, d
 	for _, ch := range children {
 		full := path.Join(li.basePath, ch)
 		data, err := retry(c, ctx, func() ([]byte, error) {
-			d, _, err := c.zc.Get(full)
+			d, _, err := c.zc.Get(ctx, full)
 			return d, err
 		})
 		if errors.Is(err, zk.ErrNoNode) {
@@ -436,10 +436,10 @@ func watchLeader(ctx context.Context, li *lockInternals) (Leader, <-chan zk.Even
 		watch    <-chan zk.Event
 	}
 	ls, err := await(c, ctx, func() (listing, error) {
-		ch, _, w, err := c.zc.ChildrenW(li.basePath)
+		ch, _, w, err := c.zc.ChildrenW(ctx, li.basePath)
 		if errors.Is(err, zk.ErrNoNode) {
 			var ok bool
-			ok, _, w, err = c.zc.ExistsW(li.basePath)
+			ok, _, w, err = c.zc.ExistsW(ctx, li.basePath)
 			if err == nil && ok {
 				w = firedWatch // created meanwhile: read again
 			}
@@ -453,7 +453,7 @@ func watchLeader(ctx context.Context, li *lockInternals) (Leader, <-chan zk.Even
 	for _, ch := range ls.children {
 		full := path.Join(li.basePath, ch)
 		data, err := await(c, ctx, func() ([]byte, error) {
-			d, _, err := c.zc.Get(full)
+			d, _, err := c.zc.Get(ctx, full)
 			return d, err
 		}, nil)
 		if errors.Is(err, zk.ErrNoNode) {

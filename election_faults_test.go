@@ -140,7 +140,7 @@ func (s *staleConn) arm(p string, children []string, n int) {
 	s.mu.Unlock()
 }
 
-func (s *staleConn) Children(p string) ([]string, *zk.Stat, error) {
+func (s *staleConn) Children(ctx context.Context, p string) ([]string, *zk.Stat, error) {
 	s.mu.Lock()
 	stale := p == s.path && s.left > 0
 	if stale {
@@ -152,7 +152,7 @@ func (s *staleConn) Children(p string) ([]string, *zk.Stat, error) {
 		s.served.Add(1)
 		return children, &zk.Stat{}, nil
 	}
-	return s.ZKConn.Children(p)
+	return s.ZKConn.Children(ctx, p)
 }
 
 // CURATOR-696: a waiting participant's session expires behind a pause

@@ -52,7 +52,7 @@ func (hd *Hold) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 		}
 		req = append(req, full)
 	}
-	res, err := await(c, ctx, func() ([]zk.MultiResponse, error) { return c.zc.Multi(req...) }, nil)
+	res, err := await(c, ctx, func() ([]zk.MultiResponse, error) { return c.zc.Multi(ctx, req...) }, nil)
 	if err == nil {
 		res = res[len(nodes):]
 		for i := range res {

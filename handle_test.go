@@ -263,7 +263,7 @@ type blipOnce struct {
 	once sync.Once
 }
 
-func (b *blipOnce) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+func (b *blipOnce) GetW(ctx context.Context, p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 	cut := false
 	if path.Base(path.Dir(p)) == "blip" {
 		b.once.Do(func() { cut = true })
@@ -272,5 +272,5 @@ func (b *blipOnce) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 		b.cut()
 		return nil, nil, nil, zk.ErrConnectionClosed
 	}
-	return b.getWHook.GetW(p)
+	return b.getWHook.GetW(ctx, p)
 }

@@ -251,7 +251,7 @@ func waitStates(t *testing.T, states <-chan zklock.ConnectionState, d time.Durat
 type faultConn struct {
 	zklock.ZKConn
 	mu          sync.Mutex
-	create      func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) // guarded by mu; nil passes through
+	create      func(ctx context.Context, real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) // guarded by mu; nil passes through
 	deleteFails int                                                                                        // guarded by mu; deletes still to fail
 	deleteLies  int                                                                                        // guarded by mu; deletes still to report done without doing them
 	listFails   int                                                                                        // guarded by mu; children listings still to fail
@@ -262,7 +262,7 @@ type faultConn struct {
 	beforeDelete func(p string) // guarded by mu; nil does nothing
 }
 
-func (f *faultConn) Create(p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+func (f *faultConn) Create(ctx context.Context, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	f.creates.Add(1)
 	f.mu.Lock()
 	hook, before := f.create, f.beforeCreate
@@ -271,12 +271,12 @@ func (f *faultConn) Create(p string, data []byte, flags int32, acl []zk.ACL) (st
 		before(p)
 	}
 	if hook != nil {
-		return hook(f.ZKConn, p, data, flags, acl)
+		return hook(ctx, f.ZKConn, p, data, flags, acl)
 	}
-	return f.ZKConn.Create(p, data, flags, acl)
+	return f.ZKConn.Create(ctx, p, data, flags, acl)
 }
 
-func (f *faultConn) Delete(p string, version int32) error {
+func (f *faultConn) Delete(ctx context.Context, p string, version int32) error {
 	f.mu.Lock()
 	before := f.beforeDelete
 	f.mu.Unlock()
@@ -297,10 +297,10 @@ func (f *faultConn) Delete(p string, version int32) error {
 	case lie:
 		return nil
 	}
-	return f.ZKConn.Delete(p, version)
+	return f.ZKConn.Delete(ctx, p, version)
 }
 
-func (f *faultConn) Children(p string) ([]string, *zk.Stat, error) {
+func (f *faultConn) Children(ctx context.Context, p string) ([]string, *zk.Stat, error) {
 	f.mu.Lock()
 	fail, failErr := f.listFails > 0, cmp.Or(f.listFailErr, zk.ErrConnectionClosed)
 	if fail {
@@ -310,12 +310,12 @@ func (f *faultConn) Children(p string) ([]string, *zk.Stat, error) {
 	if fail {
 		return nil, nil, failErr
 	}
-	return f.ZKConn.Children(p)
+	return f.ZKConn.Children(ctx, p)
 }
 
 // Multi passes through, after the create hook's path check: a hook that
 // must see every create of a path sees the guarded ones too.
-func (f *faultConn) Multi(ops ...any) ([]zk.MultiResponse, error) {
+func (f *faultConn) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	f.mu.Lock()
 	before := f.beforeCreate
 	f.mu.Unlock()
@@ -324,7 +324,7 @@ func (f *faultConn) Multi(ops ...any) ([]zk.MultiResponse, error) {
 			before(cr.Path)
 		}
 	}
-	return f.ZKConn.Multi(ops...)
+	return f.ZKConn.Multi(ctx, ops...)
 }
 
 // setBeforeCreate runs hook with the path of every create, plain or in a
@@ -335,7 +335,7 @@ func (f *faultConn) setBeforeCreate(hook func(p string)) {
 	f.mu.Unlock()
 }
 
-func (f *faultConn) setCreate(hook func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error)) {
+func (f *faultConn) setCreate(hook func(ctx context.Context, real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error)) {
 	f.mu.Lock()
 	f.create = hook
 	f.mu.Unlock()
@@ -353,7 +353,7 @@ func (e *env) faultClient(opts ...zklock.Option) (*zklock.Client, *faultConn) {
 
 // lostResponse creates the node for real, then reports a connection loss,
 // once; later creates pass through.
-func lostResponse(f *faultConn, lost error) func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+func lostResponse(f *faultConn, lost error) func(ctx context.Context, real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	return createVia(f, nil, lost)
 }
 
@@ -361,13 +361,15 @@ func lostResponse(f *faultConn, lost error) func(real zklock.ZKConn, p string, d
 // as a node of that session (nil: through the Client's own connection),
 // and reports lost instead of the node if lost is not nil. Once a node is
 // created, later creates pass through.
-func createVia(f *faultConn, other *zk.Conn, lost error) func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
-	return func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
-		via := real
+func createVia(f *faultConn, other *zk.Conn, lost error) func(ctx context.Context, real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	return func(ctx context.Context, real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+		var created string
+		var err error
 		if other != nil {
-			via = other
+			created, err = other.Create(p, data, flags, acl)
+		} else {
+			created, err = real.Create(ctx, p, data, flags, acl)
 		}
-		created, err := via.Create(p, data, flags, acl)
 		if err != nil {
 			return "", err
 		}

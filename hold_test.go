@@ -178,14 +178,14 @@ type getWHook struct {
 	hook func(p string) // guarded by mu; nil does nothing
 }
 
-func (g *getWHook) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+func (g *getWHook) GetW(ctx context.Context, p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 	g.mu.Lock()
 	h := g.hook
 	g.mu.Unlock()
 	if h != nil {
 		h(p)
 	}
-	return g.ZKConn.GetW(p)
+	return g.ZKConn.GetW(ctx, p)
 }
 
 // A write to the held node (a revocation request, say) makes the hold watch

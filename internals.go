@@ -371,9 +371,9 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 		var st *zk.Stat
 		var err error
 		if pw != nil {
-			children, st, _, err = c.zc.ChildrenW(li.basePath)
+			children, st, _, err = c.zc.ChildrenW(ctx, li.basePath)
 		} else {
-			children, st, err = c.zc.Children(li.basePath)
+			children, st, err = c.zc.Children(ctx, li.basePath)
 		}
 		if err != nil {
 			return listing{}
@@ -619,7 +619,7 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 func watchAlongside(ctx context.Context, c *Client, p string) <-chan watchResult {
 	return alongside(c, watchResult{err: ErrClosed}, func() watchResult {
 		ch, err := await(c, ctx, func() (<-chan zk.Event, error) {
-			_, _, ch, err := c.zc.GetW(p)
+			_, _, ch, err := c.zc.GetW(ctx, p)
 			return ch, err
 		}, nil)
 		return watchResult{ch, closedErr(err)}
@@ -679,7 +679,7 @@ func watchOwn(ctx context.Context, c *Client, n *lockNode, onRevoke func(string)
 	}
 	c.holds.expect(n) // before the watch is set: none of its events is missed
 	g, err := retry(c, ctx, func() (got, error) {
-		d, s, ch, err := c.zc.GetW(n.path)
+		d, s, ch, err := c.zc.GetW(ctx, n.path)
 		return got{d, s, ch}, err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
@@ -739,7 +739,7 @@ func ownEvent(ctx context.Context, c *Client, n *lockNode, ev zk.Event, onRevoke
 func (li *lockInternals) children(ctx context.Context) ([]string, error) {
 	c := li.c
 	children, err := retry(c, ctx, func() ([]string, error) {
-		ch, _, err := c.zc.Children(li.basePath)
+		ch, _, err := c.zc.Children(ctx, li.basePath)
 		return ch, err
 	})
 	if errors.Is(err, zk.ErrNoNode) {

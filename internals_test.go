@@ -260,59 +260,59 @@ func (c *countConn) total() (int, map[string]int) {
 	return sum, cp
 }
 
-func (c *countConn) Create(p string, d []byte, f int32, a []zk.ACL) (string, error) {
+func (c *countConn) Create(ctx context.Context, p string, d []byte, f int32, a []zk.ACL) (string, error) {
 	c.count("create")
-	return c.ZKConn.Create(p, d, f, a)
+	return c.ZKConn.Create(ctx, p, d, f, a)
 }
 
-func (c *countConn) CreateContainer(p string, d []byte, f int32, a []zk.ACL) (string, error) {
+func (c *countConn) CreateContainer(ctx context.Context, p string, d []byte, f int32, a []zk.ACL) (string, error) {
 	c.count("createContainer")
-	return c.ZKConn.CreateContainer(p, d, f, a)
+	return c.ZKConn.CreateContainer(ctx, p, d, f, a)
 }
 
-func (c *countConn) Children(p string) ([]string, *zk.Stat, error) {
+func (c *countConn) Children(ctx context.Context, p string) ([]string, *zk.Stat, error) {
 	c.count("getChildren")
-	return c.ZKConn.Children(p)
+	return c.ZKConn.Children(ctx, p)
 }
 
-func (c *countConn) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+func (c *countConn) ChildrenW(ctx context.Context, p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
 	c.count("getChildren")
-	return c.ZKConn.ChildrenW(p)
+	return c.ZKConn.ChildrenW(ctx, p)
 }
 
-func (c *countConn) Get(p string) ([]byte, *zk.Stat, error) {
+func (c *countConn) Get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
 	c.count("getData")
-	return c.ZKConn.Get(p)
+	return c.ZKConn.Get(ctx, p)
 }
 
-func (c *countConn) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+func (c *countConn) GetW(ctx context.Context, p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 	c.count("getData")
-	return c.ZKConn.GetW(p)
+	return c.ZKConn.GetW(ctx, p)
 }
 
-func (c *countConn) Exists(p string) (bool, *zk.Stat, error) {
+func (c *countConn) Exists(ctx context.Context, p string) (bool, *zk.Stat, error) {
 	c.count("exists")
-	return c.ZKConn.Exists(p)
+	return c.ZKConn.Exists(ctx, p)
 }
 
-func (c *countConn) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
+func (c *countConn) ExistsW(ctx context.Context, p string) (bool, *zk.Stat, <-chan zk.Event, error) {
 	c.count("exists")
-	return c.ZKConn.ExistsW(p)
+	return c.ZKConn.ExistsW(ctx, p)
 }
 
-func (c *countConn) Delete(p string, v int32) error {
+func (c *countConn) Delete(ctx context.Context, p string, v int32) error {
 	c.count("delete")
-	return c.ZKConn.Delete(p, v)
+	return c.ZKConn.Delete(ctx, p, v)
 }
 
-func (c *countConn) Sync(p string) (string, error) {
+func (c *countConn) Sync(ctx context.Context, p string) (string, error) {
 	c.count("sync")
-	return c.ZKConn.Sync(p)
+	return c.ZKConn.Sync(ctx, p)
 }
 
-func (c *countConn) Multi(ops ...any) ([]zk.MultiResponse, error) {
+func (c *countConn) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	c.count("multi")
-	return c.ZKConn.Multi(ops...)
+	return c.ZKConn.Multi(ctx, ops...)
 }
 
 // countingClient connects a Client, with opts, whose requests cc counts.

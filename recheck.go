@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"context"
 	"errors"
 	"path"
 	"sync"
@@ -61,7 +62,7 @@ func (r *recentDeletes) since(t time.Time) []string {
 func (c *Client) recheckDeletes(t time.Time) {
 	for _, p := range c.deletes.since(t) {
 		c.untilDone(func() (bool, error) {
-			ok, st, err := c.zc.Exists(p)
+			ok, st, err := c.zc.Exists(context.Background(), p)
 			switch {
 			case err != nil:
 				return false, err
@@ -70,7 +71,7 @@ func (c *Client) recheckDeletes(t time.Time) {
 			}
 			c.log.Warn("zklock: a delete ZooKeeper had acknowledged was undone; deleting the node again", "path", p)
 			c.emit(Event{Kind: EventDeleteRetried, Node: c.relPath(p), Err: errDeleteUndone})
-			return c.deleteOnce(p)
+			return c.deleteOnce(context.Background(), p)
 		})
 	}
 }

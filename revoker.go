@@ -39,7 +39,7 @@ func Revoke(ctx context.Context, c *Client, nodePath string) error {
 	// node created later under the same name; a newer version means another
 	// request, or our own retried write, got there first.
 	_, err = retry(c, ctx, func() (*zk.Stat, error) {
-		return c.conn.Set(p, revokeMessage, st.Version)
+		return c.zc.Set(ctx, p, revokeMessage, st.Version)
 	})
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
 		return opErr(ctx, "revoke", nodePath, err)

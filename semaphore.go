@@ -328,7 +328,7 @@ func (s *Semaphore) createLeases(ctx context.Context, n int) ([]*lockNode, <-cha
 		cctx, sent, listed := ctx, func() {}, (<-chan leaseListing)(nil)
 		if i == n-1 {
 			var ok bool
-			if cctx, sent, listed, ok = readBehind(ctx, c, s.listLeases); !ok {
+			if cctx, sent, listed, ok = readBehind(ctx, c, func() leaseListing { return s.listLeases(ctx) }); !ok {
 				deleteNodes(c, made)
 				return nil, nil, ErrClosed
 			}
@@ -376,8 +376,8 @@ func (s *Semaphore) learnSession(ctx context.Context, made []*lockNode, sid int6
 }
 
 // listLeases lists the leases once, with a watch.
-func (s *Semaphore) listLeases() leaseListing {
-	children, _, ch, err := s.c.zc.ChildrenW(s.leases)
+func (s *Semaphore) listLeases(ctx context.Context) leaseListing {
+	children, _, ch, err := s.c.zc.ChildrenW(ctx, s.leases)
 	return leaseListing{children, ch, err}
 }
 
@@ -386,7 +386,7 @@ func (s *Semaphore) listLeases() leaseListing {
 // them.
 func (s *Semaphore) decide(ctx context.Context, nodes []*lockNode) (verdict, error) {
 	l, err := retry(s.c, ctx, func() (leaseListing, error) {
-		l := s.listLeases()
+		l := s.listLeases(ctx)
 		return l, l.err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
@@ -509,7 +509,7 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 	}
 	c := l.s.c
 	data, err := retry(c, ctx, func() ([]byte, error) {
-		d, _, err := c.zc.Get(l.h.node.path)
+		d, _, err := c.zc.Get(ctx, l.h.node.path)
 		return d, err
 	})
 	switch {

@@ -116,7 +116,7 @@ func (c *Client) Ping(ctx context.Context) error {
 	if err := c.notConnected(); err != nil {
 		return err
 	}
-	if _, err := await(c, ctx, func() (string, error) { return c.zc.Sync("/") }, nil); err != nil {
+	if _, err := await(c, ctx, func() (string, error) { return c.zc.Sync(ctx, "/") }, nil); err != nil {
 		return wrapf(closedErr(err), "ping")
 	}
 	return c.notConnected() // the state may have changed meanwhile

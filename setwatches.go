@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"context"
 	"encoding/binary"
 	"time"
 
@@ -175,21 +176,21 @@ type guardConn struct {
 }
 
 // ChildrenW is zkConn's, after guard.
-func (g guardConn) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+func (g guardConn) ChildrenW(ctx context.Context, p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
 	g.guard()
-	return g.zkConn.ChildrenW(p)
+	return g.zkConn.ChildrenW(ctx, p)
 }
 
 // GetW is zkConn's, after guard.
-func (g guardConn) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+func (g guardConn) GetW(ctx context.Context, p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 	g.guard()
-	return g.zkConn.GetW(p)
+	return g.zkConn.GetW(ctx, p)
 }
 
 // ExistsW is zkConn's, after guard.
-func (g guardConn) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
+func (g guardConn) ExistsW(ctx context.Context, p string) (bool, *zk.Stat, <-chan zk.Event, error) {
 	g.guard()
-	return g.zkConn.ExistsW(p)
+	return g.zkConn.ExistsW(ctx, p)
 }
 
 // guard sets the guard watch in the current session, if it is neither set

@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"context"
 	"strconv"
 	"sync"
 
@@ -152,7 +153,7 @@ func (li *lockInternals) arm() <-chan struct{} {
 	if !c.goFunc(func() {
 		defer close(done)
 		conn := c.connEpoch()
-		ok, st, ch, err := c.zc.ExistsW(li.basePath)
+		ok, st, ch, err := c.zc.ExistsW(context.Background(), li.basePath)
 		if err != nil || !ok || c.connEpoch() != conn {
 			ch = nil
 		}

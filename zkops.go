@@ -16,21 +16,79 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// zkConn is the part of *zk.Conn the engine uses.
+// zkConn is the engine's one view of a ZooKeeper session, whichever
+// transport carries it: zklock's own session (Connect) or a go-zookeeper
+// connection (NewClient). Every call takes the context of the work it
+// serves. A transport that can abandon a request returns at once when ctx
+// ends, with ctx.Err(); one that cannot (go-zookeeper) ignores ctx, and
+// the engine's await bounds the wait instead.
 type zkConn interface {
-	Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error)
-	CreateContainer(path string, data []byte, flags int32, acl []zk.ACL) (string, error)
-	Children(path string) ([]string, *zk.Stat, error)
-	ChildrenW(path string) ([]string, *zk.Stat, <-chan zk.Event, error)
-	Get(path string) ([]byte, *zk.Stat, error)
-	GetW(path string) ([]byte, *zk.Stat, <-chan zk.Event, error)
-	Exists(path string) (bool, *zk.Stat, error)
-	ExistsW(path string) (bool, *zk.Stat, <-chan zk.Event, error)
-	Delete(path string, version int32) error
-	Multi(ops ...any) ([]zk.MultiResponse, error)
-	Sync(path string) (string, error)
+	Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error)
+	CreateContainer(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error)
+	Children(ctx context.Context, path string) ([]string, *zk.Stat, error)
+	ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error)
+	Get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
+	GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error)
+	Exists(ctx context.Context, path string) (bool, *zk.Stat, error)
+	ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error)
+	Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error)
+	Delete(ctx context.Context, path string, version int32) error
+	Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error)
+	Sync(ctx context.Context, path string) (string, error)
 	SessionID() int64
+	// Native reports whether the calls return when ctx ends.
+	Native() bool
 }
+
+// goConn is a go-zookeeper connection seen as a zkConn. Its calls cannot
+// be cancelled: they ignore ctx (see await).
+type goConn struct{ conn *zk.Conn }
+
+func (g goConn) Create(_ context.Context, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	return g.conn.Create(p, data, flags, acl)
+}
+
+func (g goConn) CreateContainer(_ context.Context, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	return g.conn.CreateContainer(p, data, flags, acl)
+}
+
+func (g goConn) Children(_ context.Context, p string) ([]string, *zk.Stat, error) {
+	return g.conn.Children(p)
+}
+
+func (g goConn) ChildrenW(_ context.Context, p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	return g.conn.ChildrenW(p)
+}
+
+func (g goConn) Get(_ context.Context, p string) ([]byte, *zk.Stat, error) { return g.conn.Get(p) }
+
+func (g goConn) GetW(_ context.Context, p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	return g.conn.GetW(p)
+}
+
+func (g goConn) Exists(_ context.Context, p string) (bool, *zk.Stat, error) { return g.conn.Exists(p) }
+
+func (g goConn) ExistsW(_ context.Context, p string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	return g.conn.ExistsW(p)
+}
+
+func (g goConn) Set(_ context.Context, p string, data []byte, version int32) (*zk.Stat, error) {
+	return g.conn.Set(p, data, version)
+}
+
+func (g goConn) Delete(_ context.Context, p string, version int32) error {
+	return g.conn.Delete(p, version)
+}
+
+func (g goConn) Multi(_ context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return g.conn.Multi(ops...)
+}
+
+func (g goConn) Sync(_ context.Context, p string) (string, error) { return g.conn.Sync(p) }
+
+func (g goConn) SessionID() int64 { return g.conn.SessionID() }
+
+func (g goConn) Native() bool { return false }
 
 // retryable reports whether err is a connection-level failure after which
 // the same operation may succeed. go-zookeeper reports most losses as
@@ -121,7 +179,7 @@ func closedErr(err error) error {
 // (go-zookeeper's Exists returns a zero Stat for a missing node.)
 func (c *Client) stat(ctx context.Context, p string) (*zk.Stat, error) {
 	return retry(c, ctx, func() (*zk.Stat, error) {
-		ok, st, err := c.zc.Exists(p)
+		ok, st, err := c.zc.Exists(ctx, p)
 		if err == nil && !ok {
 			st = nil
 		}
@@ -214,7 +272,7 @@ func (pc *protectedCreate) run(ctx context.Context) (created string, err error) 
 		name := path.Join(pc.parent, pc.prefix+pc.base)
 		created, err := await(c, ctx, func() (string, error) {
 			sending(ctx, name)
-			return pc.create(name)
+			return pc.create(ctx, name)
 		}, pc.abandoned(pc.prefix))
 		switch {
 		case err == nil:
@@ -265,12 +323,12 @@ func (pc *protectedCreate) find(ctx context.Context) (string, error) {
 
 // create sends one create, in a transaction with the guard check if there
 // is a guard.
-func (pc *protectedCreate) create(name string) (string, error) {
+func (pc *protectedCreate) create(ctx context.Context, name string) (string, error) {
 	zc := pc.c.zc
 	if pc.guard == "" {
-		return zc.Create(name, pc.data, pc.flags, pc.acl)
+		return zc.Create(ctx, name, pc.data, pc.flags, pc.acl)
 	}
-	res, err := zc.Multi(
+	res, err := zc.Multi(ctx,
 		&zk.CheckVersionRequest{Path: pc.guard, Version: -1},
 		&zk.CreateRequest{Path: name, Data: pc.data, Acl: pc.acl, Flags: pc.flags},
 	)
@@ -303,7 +361,7 @@ func (pc *protectedCreate) abandoned(prefix string) func(string, error) {
 // findProtected lists parent for a child that starts with prefix. It
 // returns the child's path and ephemeral owner, or "" if there is none.
 func (c *Client) findProtected(ctx context.Context, parent, prefix string) (string, int64, error) {
-	children, err := retry(c, ctx, func() ([]string, error) { return c.childrenSynced(parent) })
+	children, err := retry(c, ctx, func() ([]string, error) { return c.childrenSynced(ctx, parent) })
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", 0, nil
 	}
@@ -324,11 +382,11 @@ func (c *Client) findProtected(ctx context.Context, parent, prefix string) (stri
 // childrenSynced lists parent after a sync: a create whose outcome is
 // unknown may have reached the leader while our server lags, and the
 // listing must not miss it.
-func (c *Client) childrenSynced(parent string) ([]string, error) {
-	if _, err := c.zc.Sync(parent); err != nil && !errors.Is(err, zk.ErrNoNode) {
+func (c *Client) childrenSynced(ctx context.Context, parent string) ([]string, error) {
+	if _, err := c.zc.Sync(ctx, parent); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, err
 	}
-	children, _, err := c.zc.Children(parent)
+	children, _, err := c.zc.Children(ctx, parent)
 	return children, err
 }
 
@@ -348,7 +406,7 @@ func withPrefix(parent string, children []string, prefix string) string {
 func (c *Client) findAndDelete(parent, prefix string) {
 	c.cleanup(func() {
 		c.untilDone(func() (bool, error) {
-			children, err := c.childrenSynced(parent)
+			children, err := c.childrenSynced(context.Background(), parent)
 			if errors.Is(err, zk.ErrNoNode) {
 				return true, nil
 			}
@@ -360,7 +418,7 @@ func (c *Client) findAndDelete(parent, prefix string) {
 				c.log.Debug("zklock: abandoned create left no node", "parent", parent, "prefix", prefix)
 				return true, nil
 			}
-			done, err := c.deleteOnce(p)
+			done, err := c.deleteOnce(context.Background(), p)
 			c.log.Debug("zklock: abandoned create found and deleted", "path", p, "err", err)
 			return done, err
 		})
@@ -400,9 +458,9 @@ func (c *Client) mkdir(ctx context.Context, p string, container bool, budget *in
 	for {
 		_, err = retry(c, ctx, func() (string, error) {
 			if container {
-				return c.zc.CreateContainer(p, nil, zk.FlagContainer, acl)
+				return c.zc.CreateContainer(ctx, p, nil, zk.FlagContainer, acl)
 			}
-			return c.zc.Create(p, nil, 0, acl)
+			return c.zc.Create(ctx, p, nil, 0, acl)
 		})
 		switch {
 		case err == nil || errors.Is(err, zk.ErrNodeExists):
@@ -450,7 +508,7 @@ func (c *Client) deleteNodeGone(p string, st story) (bool, error) {
 	if s == StateConnected || s == StateReconnected || s == StateClosed {
 		ctx, cancel := context.WithTimeout(context.Background(), c.sessionTimeout()/3)
 		var done bool
-		done, err = await(c, ctx, func() (bool, error) { return c.deleteOnce(p) }, nil)
+		done, err = await(c, ctx, func() (bool, error) { return c.deleteOnce(ctx, p) }, nil)
 		cancel()
 		if done {
 			return true, err
@@ -480,7 +538,7 @@ func (c *Client) deleteNodeGone(p string, st story) (bool, error) {
 	st.emit(Event{Kind: EventDeleteRetried, Node: c.relPath(p), Err: err})
 	c.cleanup(func() {
 		defer c.bgDeletes.Add(-1)
-		c.untilDone(func() (bool, error) { return c.deleteOnce(p) })
+		c.untilDone(func() (bool, error) { return c.deleteOnce(context.Background(), p) })
 	})
 	return false, nil
 }
@@ -502,8 +560,8 @@ func (c *Client) endsWithSession(p string, err error) bool {
 // Gone may mean that an earlier, unacknowledged attempt deleted it, and
 // that delete may be undone too: either way p is remembered for the
 // recheck after a reconnect.
-func (c *Client) deleteOnce(p string) (bool, error) {
-	err := c.zc.Delete(p, -1)
+func (c *Client) deleteOnce(ctx context.Context, p string) (bool, error) {
+	err := c.zc.Delete(ctx, p, -1)
 	done := err == nil || errors.Is(err, zk.ErrNoNode)
 	if done {
 		c.deletes.add(p)
@@ -676,7 +734,7 @@ func (c *Client) watchNode(ctx context.Context, p string) (<-chan zk.Event, erro
 		}
 	}
 	g, err := await(c, ctx, func() (got, error) {
-		_, _, ch, err := c.zc.GetW(p)
+		_, _, ch, err := c.zc.GetW(ctx, p)
 		return got{ch}, err
 	}, keep)
 	if err != nil {

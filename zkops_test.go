@@ -51,7 +51,7 @@ func TestIntegration_ProtectedCreateFindsOtherSessionsNode(t *testing.T) {
 	c, f := e.faultClient()
 	m := e.mutex(c, "/stale-session")
 	var stale string
-	f.setCreate(func(_ zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	f.setCreate(func(_ context.Context, _ zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 		f.setCreate(nil)
 		var err error
 		stale, err = other.Create(p, data, flags, acl) // as if made by the old session
@@ -81,8 +81,8 @@ func TestIntegration_ProtectedCreateGivesUp(t *testing.T) {
 	e := setup(t)
 	c, f := e.faultClient(zklock.WithRetryPolicy(zklock.RetryNTimes{N: 0}))
 	m := e.mutex(c, "/gives-up")
-	f.setCreate(func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
-		if _, err := real.Create(p, data, flags, acl); err != nil {
+	f.setCreate(func(ctx context.Context, real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+		if _, err := real.Create(ctx, p, data, flags, acl); err != nil {
 			return "", err
 		}
 		return "", zk.ErrConnectionClosed
@@ -103,9 +103,9 @@ func TestIntegration_ProtectedCreateAbandoned(t *testing.T) {
 	m := e.mutex(c, "/abandoned-create")
 	unblock := make(chan struct{})
 	created := make(chan string, 1)
-	f.setCreate(func(real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	f.setCreate(func(ctx context.Context, real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 		<-unblock
-		name, err := real.Create(p, data, flags, acl)
+		name, err := real.Create(ctx, p, data, flags, acl)
 		created <- name
 		return name, err
 	})
