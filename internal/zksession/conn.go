@@ -107,12 +107,13 @@ func (s *Session) accept(resp zkwire.ConnectResponse) error {
 	return nil
 }
 
-// serve runs a connection the handshake opened: it queues, in front of
-// what waits, the auth packets and the SetWatches batches, starts the
-// writer, and reads until the connection fails. It returns why.
+// serve runs a connection the handshake opened: it announces the session
+// connected, queues, in front of what waits, the auth packets and the
+// SetWatches batches, starts the writer, and reads until the connection
+// fails. It returns why.
 func (s *Session) serve(c *conn) error {
+	s.announce(StateConnected)
 	s.prime()
-	s.notify.post(StateConnected)
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -230,7 +231,11 @@ func (s *Session) notification(h zkwire.ReplyHeader, d *zkwire.Decoder) error {
 		}
 		return nil
 	}
-	s.watches.fire(Event{Type: ev.Type, State: ev.State, Path: ev.Path, Zxid: h.Zxid})
+	e := Event{Type: ev.Type, State: ev.State, Path: ev.Path, Zxid: h.Zxid}
+	if s.cfg.OnEvent != nil {
+		s.cfg.OnEvent(e) // first, so that it hears notifications in wire order
+	}
+	s.watches.fire(e)
 	return nil
 }
 

@@ -59,5 +59,10 @@
 //
 // Config.OnState hears the session's states (Connected, Disconnected,
 // Expired, AuthFailed, Closed) in order, on one goroutine of the
-// Session's, which Close waits for.
+// Session's, which Close waits for. Config.OnEvent hears the same states,
+// in the same order, as Events of type EventNone, and every watch
+// notification, synchronously on the reader goroutine: a notification
+// before any Watch has it, and a connection's SyncConnected before
+// anything read on it. The reader alone announces states, the end too
+// (even when Close ended the session), which keeps the two in one order.
 package zksession

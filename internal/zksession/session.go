@@ -29,7 +29,22 @@ type Config struct {
 	Auth           []Auth        // credentials, sent again at every reconnect
 	// OnState, if set, hears every state in order, on one goroutine of
 	// the Session's: it must not block for long nor call Close.
-	OnState  func(State)
+	OnState func(State)
+	// OnEvent, if set, hears every watch notification and every change
+	// of the session's state, in order, synchronously on the session's
+	// reader goroutine (the one that reads replies and reconnects): it
+	// must not block, nor wait for a call of the Session, nor call Close,
+	// for the reader reads nothing until it returns. A notification
+	// reaches OnEvent before any Watch's channel, so OnEvent sees the
+	// notifications in wire order. A state change comes as an Event of
+	// Type zkwire.EventNone and State StateSyncConnected each time a
+	// ConnectResponse grants or resumes the session (before anything
+	// else is read on that connection), StateDisconnected once per lost
+	// connection, and last StateExpired, StateAuthFailed or StateClosed:
+	// the same states in the same order as OnState hears them. A server's
+	// own EventNone notifications are not passed on (its Expired comes as
+	// the session's StateExpired).
+	OnEvent  func(Event)
 	MaxFrame int // the largest frame payload sent or read (default zkwire.MaxBuffer)
 }
 
