@@ -196,8 +196,11 @@ func (s *Session) Password() []byte {
 	return append([]byte(nil), s.passwd...)
 }
 
-// Timeout returns the session timeout the server negotiated at the last
-// connection (it may change at a reconnect).
+// Timeout returns the session timeout the server negotiated: the one its
+// last ConnectResponse gave (it may change at a reconnect, and is updated
+// before OnEvent hears that connection's StateSyncConnected). Before the
+// first ConnectResponse it is Config.SessionTimeout. It is safe for
+// concurrent use.
 func (s *Session) Timeout() time.Duration { return time.Duration(s.timeout.Load()) }
 
 // LastZxid returns the last zxid seen in a reply to a request.

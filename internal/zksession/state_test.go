@@ -152,3 +152,46 @@ func TestOnEventHoldsTheReader(t *testing.T) {
 		t.Errorf("OnEvent heard\n%+v\nwant\n%+v", got, want)
 	}
 }
+
+// Timeout is the timeout of the last ConnectResponse, already when
+// OnEvent hears that connection's SyncConnected.
+func TestTimeoutFollowsConnectResponse(t *testing.T) {
+	fs := newFakeServer(t)
+	st := newStates()
+	var sess atomic.Pointer[zksession.Session]
+	atSync := make(chan time.Duration, 10)
+	onEvent := func(ev zksession.Event) {
+		if s := sess.Load(); s != nil && ev.State == zkwire.StateSyncConnected {
+			atSync <- s.Timeout()
+		}
+	}
+	s, fc := fs.dial(t, zksession.Config{SessionTimeout: 10 * time.Second, OnState: st.on, OnEvent: onEvent})
+	if got := s.Timeout(); got != 30*time.Second {
+		t.Fatalf("Timeout() = %v after a ConnectResponse of 30 s", got)
+	}
+	cut(t, fc, st)
+	sess.Store(s) // the first SyncConnected came before the Disconnected
+	fs.next(t).grantTimeout(1, 20000)
+	select {
+	case got := <-atSync:
+		if got != 20*time.Second {
+			t.Fatalf("Timeout() = %v at SyncConnected after a ConnectResponse of 20 s", got)
+		}
+	case <-time.After(fakeWait):
+		t.Fatal("no SyncConnected after the reconnect")
+	}
+}
+
+// The shared server clamps the timeout asked for to its bounds (400 ms
+// to 60 s): Timeout is what it granted, not what was asked.
+func TestIntegration_Timeout(t *testing.T) {
+	for asked, want := range map[time.Duration]time.Duration{
+		4 * time.Second:        4 * time.Second,
+		200 * time.Second:      60 * time.Second,
+		100 * time.Millisecond: 400 * time.Millisecond,
+	} {
+		if got := openWith(t, nil, zksession.Config{SessionTimeout: asked}).Timeout(); got != want {
+			t.Errorf("asked for %v: Timeout() = %v, want %v", asked, got, want)
+		}
+	}
+}
