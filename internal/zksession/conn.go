@@ -40,6 +40,7 @@ var errXidOrder = errors.New("zksession: reply xid out of order")
 // refuses the session closes the connection right after its answer, and a
 // write of ours could make that a reset that loses the answer.
 func (s *Session) handshake(addr string, deadline time.Time) (*conn, error) {
+	s.attempts.Add(1) // before the dial: see ConnEpoch
 	nc, err := s.cfg.Dialer("tcp", addr, time.Until(deadline))
 	if err != nil {
 		return nil, err

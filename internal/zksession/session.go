@@ -53,17 +53,18 @@ type Config struct {
 // also reconnects), a writer goroutine per connection and a goroutine for
 // OnState; Close waits for all of them.
 type Session struct {
-	cfg     Config
-	servers []string // shuffled once
-	epoch   time.Time
-	wake    chan struct{} // cap 1: something is queued
-	quit    chan struct{} // closed when the session ends
-	notify  *notifier
-	watches watchSet
-	wg      sync.WaitGroup
-	closing atomic.Bool  // Close began: a lost connection is not replaced
-	timeout atomic.Int64 // the negotiated timeout T, in ns
-	recv    atomic.Int64 // when a frame was last read, ns since epoch
+	cfg      Config
+	servers  []string // shuffled once
+	epoch    time.Time
+	wake     chan struct{} // cap 1: something is queued
+	quit     chan struct{} // closed when the session ends
+	notify   *notifier
+	watches  watchSet
+	wg       sync.WaitGroup
+	closing  atomic.Bool   // Close began: a lost connection is not replaced
+	timeout  atomic.Int64  // the negotiated timeout T, in ns
+	recv     atomic.Int64  // when a frame was last read, ns since epoch
+	attempts atomic.Uint64 // connection attempts begun, counted before each dial
 
 	mu       sync.Mutex // guards the fields below
 	queue    []*request // queued, not yet written
@@ -202,6 +203,17 @@ func (s *Session) Password() []byte {
 // first ConnectResponse it is Config.SessionTimeout. It is safe for
 // concurrent use.
 func (s *Session) Timeout() time.Duration { return time.Duration(s.timeout.Load()) }
+
+// ConnEpoch returns how many connection attempts the session has begun:
+// each is counted before it dials. The session has one connection at a
+// time, begins an attempt only once the connection before it has stopped
+// (nothing more is written nor read on it), and reads a reply only on the
+// connection its request was written on. So if a caller reads equal
+// values before sending a request and after getting its reply, the
+// request and its reply travelled on one connection, with no connection
+// lost between them; unequal values say nothing either way. It is safe
+// for concurrent use.
+func (s *Session) ConnEpoch() uint64 { return s.attempts.Load() }
 
 // LastZxid returns the last zxid seen in a reply to a request.
 func (s *Session) LastZxid() int64 {
