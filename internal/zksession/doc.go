@@ -20,6 +20,14 @@
 // The last zxid the session has seen is taken only from replies matched
 // to the FIFO, and only when positive: never from pings or notifications.
 //
+// # Connections
+//
+// Each connection attempt dials one server's address as given (so a
+// name is resolved again at every attempt), then, with Config.TLS, runs
+// a TLS client handshake (ServerName: the address's host unless the
+// config names one), then ZooKeeper's handshake; one deadline bounds the
+// three: T divided by the number of servers.
+//
 // # Connection loss and reconnection
 //
 // When the connection breaks (an I/O error, a read timeout of two thirds

@@ -2,6 +2,7 @@ package zksession
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -27,6 +28,11 @@ type Config struct {
 	SessionTimeout time.Duration // requested; the server clamps it (default 10s)
 	Dialer         Dialer        // default net.DialTimeout
 	Auth           []Auth        // credentials, sent again at every reconnect
+	// TLS, if set, makes every connection a TLS client connection (the
+	// server's secure client port), its handshake bounded as ZooKeeper's
+	// is. It is copied at Dial; each connection's copy has ServerName set
+	// to the host of the server's address, unless TLS sets one.
+	TLS *tls.Config
 	// OnState, if set, hears every state in order, on one goroutine of
 	// the Session's: it must not block for long nor call Close.
 	OnState func(State)
@@ -114,6 +120,7 @@ func newSession(servers []string, cfg Config) *Session {
 	if cfg.Dialer == nil {
 		cfg.Dialer = net.DialTimeout
 	}
+	cfg.TLS = cfg.TLS.Clone() // nil stays nil
 	s := &Session{cfg: cfg, servers: append([]string(nil), servers...), epoch: time.Now()}
 	rand.Shuffle(len(s.servers), func(i, j int) { s.servers[i], s.servers[j] = s.servers[j], s.servers[i] })
 	s.wake = make(chan struct{}, 1)
