@@ -3,8 +3,12 @@ package zksession
 import (
 	"bufio"
 	"crypto/tls"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"time"
 
 	"github.com/zklock/zklock/internal/zkwire"
@@ -13,11 +17,22 @@ import (
 // This file is one connection attempt: the dial, TLS when configured,
 // and ZooKeeper's handshake, all bounded by one deadline.
 
+// attempt is one connection attempt to addr, by deadline, which
+// OnDial hears the outcome of.
+func (s *Session) attempt(addr string, deadline time.Time) (*conn, error) {
+	c, err := s.handshake(addr, deadline)
+	if s.cfg.OnDial != nil {
+		s.cfg.OnDial(addr, err)
+	}
+	return c, err
+}
+
 // handshake dials addr and sends the ConnectRequest (session id 0 for a
 // new session, else the session's id, password and last zxid), then reads
 // the ConnectResponse before anything else is written: a server that
 // refuses the session closes the connection right after its answer, and a
-// write of ours could make that a reset that loses the answer.
+// write of ours could make that a reset that loses the answer. Its
+// errors name addr.
 func (s *Session) handshake(addr string, deadline time.Time) (*conn, error) {
 	s.attempts.Add(1) // before the dial: see ConnEpoch
 	nc, err := s.open(addr, deadline)
@@ -30,17 +45,13 @@ func (s *Session) handshake(addr string, deadline time.Time) (*conn, error) {
 	s.mu.Unlock()
 	frame, _ := zkwire.AppendFrame(nil, 0, req)
 	c := &conn{nc: nc, addr: addr, br: bufio.NewReaderSize(nc, 64<<10)}
-	if _, err := nc.Write(frame); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	payload, err := zkwire.ReadFrame(c.br, nil, s.cfg.MaxFrame)
+	sent := time.Now()
+	_, err = nc.Write(frame)
 	var resp zkwire.ConnectResponse
-	if err == nil {
-		err = resp.Decode(zkwire.NewDecoder(payload, s.cfg.MaxFrame))
-	}
-	if err == nil {
-		err = s.accept(resp)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", addr, err)
+	} else if err = readConnectResponse(c.br, addr, sent, &resp); err == nil {
+		err = s.accept(addr, resp)
 	}
 	if err != nil {
 		nc.Close()
@@ -55,7 +66,11 @@ func (s *Session) handshake(addr string, deadline time.Time) (*conn, error) {
 func (s *Session) open(addr string, deadline time.Time) (net.Conn, error) {
 	nc, err := s.cfg.Dialer("tcp", addr, time.Until(deadline))
 	if err != nil {
-		return nil, err
+		var dnsErr *net.DNSError
+		if errors.As(err, &dnsErr) {
+			return nil, fmt.Errorf("%s does not resolve: %w", addr, err)
+		}
+		return nil, fmt.Errorf("%s: %w", addr, err)
 	}
 	if !s.track(nc) {
 		nc.Close()
@@ -66,12 +81,70 @@ func (s *Session) open(addr string, deadline time.Time) (net.Conn, error) {
 		return nc, nil
 	}
 	tc := tls.Client(nc, tlsConfig(s.cfg.TLS, addr))
+	start := time.Now()
 	if err := tc.Handshake(); err != nil {
 		nc.Close()
+		if silence(err) {
+			return nil, &silenceError{addr: addr, what: "the TLS handshake", d: since(start)}
+		}
 		return nil, fmt.Errorf("%s: TLS handshake: %w", addr, err)
 	}
 	return tc, nil
 }
+
+// The bounds of a ConnectResponse's length: protocol version, timeout,
+// session id and an empty password make 20 (ZooKeeper's password has 16
+// bytes, and a read-only flag may follow); a length outside these is not
+// ZooKeeper's (an HTTP server's "HTTP" reads as 1.2 GB).
+const (
+	minConnectResponse = 20
+	maxConnectResponse = 4096
+)
+
+// readConnectResponse reads the ConnectResponse from br into resp. Its
+// errors say what addr did instead, sent being when it was asked: said
+// nothing, closed the connection, or answered with something else.
+func readConnectResponse(br *bufio.Reader, addr string, sent time.Time, resp *zkwire.ConnectResponse) error {
+	var head [4]byte
+	n, err := io.ReadFull(br, head[:])
+	switch {
+	case n == 0 && silence(err):
+		return &silenceError{addr: addr, what: "ZooKeeper's handshake", d: since(sent)}
+	case n == 0:
+		return fmt.Errorf("%s accepted the connection, then %w before any ZooKeeper reply", addr, err)
+	case err != nil:
+		return &notZooKeeperError{addr: addr, head: head[:n]}
+	}
+	length := int32(binary.BigEndian.Uint32(head[:]))
+	if length < minConnectResponse || length > maxConnectResponse {
+		return &notZooKeeperError{addr: addr, head: head[:]}
+	}
+	payload := make([]byte, length)
+	if _, err := io.ReadFull(br, payload); err != nil {
+		return fmt.Errorf("%s: read its ConnectResponse: %w", addr, err)
+	}
+	if err := resp.Decode(zkwire.NewDecoder(payload, maxConnectResponse)); err != nil {
+		return &notZooKeeperError{addr: addr, head: head[:], err: err}
+	}
+	return nil
+}
+
+// silence reports whether err ended a wait for an answer that did not
+// come: the deadline passed, or the connection was closed under the read
+// (Dial's context ended, or the session was closed).
+func silence(err error) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed)
+}
+
+// isTimeout reports whether err is a wait that ran out of time: a
+// silence, or a dial or a name lookup that timed out.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// since returns the time since t, to the millisecond.
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }
 
 // tlsConfig returns a copy of conf for a connection to addr: its
 // ServerName, unless conf sets one, is addr's host.
@@ -99,18 +172,18 @@ func (s *Session) track(nc net.Conn) bool {
 	return true
 }
 
-// accept takes a ConnectResponse: a timeout <= 0, or another session's
+// accept takes addr's ConnectResponse: a timeout <= 0, or another session's
 // id, is the session's expiry; a read-only session is refused.
-func (s *Session) accept(resp zkwire.ConnectResponse) error {
+func (s *Session) accept(addr string, resp zkwire.ConnectResponse) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case resp.TimeOut <= 0:
-		return fmt.Errorf("server says: %w", ErrSessionExpired)
+		return fmt.Errorf("%s says: %w", addr, ErrSessionExpired)
 	case s.id != 0 && resp.SessionID != s.id:
-		return fmt.Errorf("server answered with session %#x for %#x: %w", resp.SessionID, s.id, ErrSessionExpired)
+		return fmt.Errorf("%s answered with session %#x for %#x: %w", addr, resp.SessionID, s.id, ErrSessionExpired)
 	case resp.ReadOnly:
-		return ErrReadOnly
+		return fmt.Errorf("%s: %w", addr, ErrReadOnly)
 	}
 	s.id, s.passwd = resp.SessionID, resp.Passwd
 	s.timeout.Store(int64(resp.TimeOut) * int64(time.Millisecond))

@@ -26,7 +26,11 @@
 // name is resolved again at every attempt), then, with Config.TLS, runs
 // a TLS client handshake (ServerName: the address's host unless the
 // config names one), then ZooKeeper's handshake; one deadline bounds the
-// three: T divided by the number of servers.
+// three: T divided by the number of servers. Config.OnDial hears how each
+// attempt ended, and why it failed, by address: a name that does not
+// resolve, a refused dial, a server that answers but not as ZooKeeper
+// ([ErrNotZooKeeper]), that closes the connection or says nothing before
+// its answer, a read-only offer.
 //
 // # Connection loss and reconnection
 //

@@ -71,7 +71,7 @@ func (s *Session) reconnect() (*conn, error) {
 		if expiry.Before(deadline) {
 			deadline = expiry
 		}
-		c, err := s.handshake(s.nextServer(), deadline)
+		c, err := s.attempt(s.nextServer(), deadline)
 		if err == nil || terminalErr(err) {
 			return c, err
 		}

@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,7 +52,23 @@ type Config struct {
 	// the same states in the same order as OnState hears them. A server's
 	// own EventNone notifications are not passed on (its Expired comes as
 	// the session's StateExpired).
-	OnEvent  func(Event)
+	OnEvent func(Event)
+	// OnDial, if set, hears how each connection attempt ended: addr, and
+	// nil if the server granted or resumed the session on it, else why
+	// not, in an error that begins with addr: a name that does not
+	// resolve ("<addr> does not resolve: ...", wrapping the
+	// *net.DNSError), a dial that failed (wrapping its error, such as
+	// ECONNREFUSED), a TLS handshake that failed, a server that answered
+	// but not as ZooKeeper (matching ErrNotZooKeeper), "<addr> accepted
+	// the connection, then EOF before any ZooKeeper reply", "<addr>
+	// accepted the connection but has not answered ZooKeeper's handshake
+	// in <duration>" (no answer by the attempt's deadline, or by the end
+	// of Dial's context), an offer of a read-only session (matching
+	// ErrReadOnly) or an expired session (ErrSessionExpired). It is called
+	// on the goroutine that dials, Dial's caller's during Dial and then
+	// the reader goroutine (before OnEvent hears that connection's
+	// StateSyncConnected): it must not block nor call Close.
+	OnDial   func(addr string, err error)
 	MaxFrame int // the largest frame payload sent or read (default zkwire.MaxBuffer)
 }
 
@@ -88,8 +106,9 @@ type Session struct {
 // Dial opens a session on one of servers ("host:port", tried in a shuffled
 // order, again and again until ctx ends), and returns once a server has
 // granted it: a ConnectRequest with session id 0, answered by a read-write
-// ConnectResponse. It returns an error wrapping ctx.Err() and the last
-// server's error if no server granted one in time.
+// ConnectResponse. If no server granted one before ctx ended, it returns
+// an error wrapping ctx.Err() and every server's last error (see
+// Config.OnDial), each named in its text.
 func Dial(ctx context.Context, servers []string, cfg Config) (*Session, error) {
 	if len(servers) == 0 {
 		return nil, errors.New("zksession: dial: no server")
@@ -99,10 +118,10 @@ func Dial(ctx context.Context, servers []string, cfg Config) (*Session, error) {
 	c, err := s.dialFirst(ctx)
 	if !stop() && err == nil {
 		c.nc.Close()
-		err = ctx.Err()
+		err = &dialError{ctxErr: ctx.Err()}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("zksession: dial %v: %w", servers, err)
+		return nil, err
 	}
 	if cfg.OnState != nil {
 		s.wg.Add(1)
@@ -135,23 +154,50 @@ func newSession(servers []string, cfg Config) *Session {
 // ends, pausing between rounds.
 func (s *Session) dialFirst(ctx context.Context) (*conn, error) {
 	perServer := s.cfg.SessionTimeout / time.Duration(len(s.servers))
-	var last error
+	last := make(map[string]error, len(s.servers))
 	for i := 0; ; i++ {
 		if i > 0 && i%len(s.servers) == 0 && !sleep(ctx.Done(), backoff(i/len(s.servers))) {
-			return nil, errors.Join(ctx.Err(), last)
+			break
 		}
-		deadline := time.Now().Add(perServer)
+		deadline, ctxBound := time.Now().Add(perServer), false
 		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-			deadline = d
+			deadline, ctxBound = d, true
 		}
-		c, err := s.handshake(s.nextServer(), deadline)
+		if !time.Now().Before(deadline) {
+			<-ctx.Done() // no time left for an attempt: ctx ends now
+			break
+		}
+		addr := s.nextServer()
+		c, err := s.attempt(addr, deadline)
 		if err == nil {
 			return c, nil
 		}
-		if last = err; ctx.Err() != nil {
-			return nil, errors.Join(ctx.Err(), last)
+		// An attempt that ran out of Dial's time tells less than the
+		// whole attempt before it at the same address.
+		if cut := (ctxBound || ctx.Err() != nil) && isTimeout(err); !cut || last[addr] == nil {
+			last[addr] = err
+		}
+		if ctx.Err() != nil {
+			break
 		}
 	}
+	return nil, s.dialErr(ctx.Err(), last)
+}
+
+// dialErr returns Dial's error when ctx ended with ctxErr: it names
+// every server's last error, by address.
+func (s *Session) dialErr(ctxErr error, last map[string]error) error {
+	e := &dialError{ctxErr: ctxErr}
+	for _, addr := range slices.Sorted(maps.Keys(last)) {
+		e.errs = append(e.errs, last[addr])
+	}
+	for _, addr := range s.servers {
+		if last[addr] == nil {
+			e.errs = append(e.errs, fmt.Errorf("%s: not tried", addr))
+			last[addr] = e.errs[len(e.errs)-1] // once, if listed twice
+		}
+	}
+	return e
 }
 
 // abortSetup closes the connection being set up, if any.
