@@ -11,8 +11,8 @@ import (
 	"github.com/zklock/zklock/internal/zkwire"
 )
 
-// This file is the connection: its handshake, and its loop of one writer
-// and one reader, as ClientCnxn's SendThread runs it.
+// This file is the connection: its loop of one writer and one reader, as
+// ClientCnxn's SendThread runs it. dial.go opens it.
 
 // A conn is one connection of the session. fail closes it once, keeping
 // the first error.
@@ -34,85 +34,13 @@ func (c *conn) fail(err error) {
 // errXidOrder ends a connection whose server answered out of order.
 var errXidOrder = errors.New("zksession: reply xid out of order")
 
-// handshake dials addr and sends the ConnectRequest (session id 0 for a
-// new session, else the session's id, password and last zxid), then reads
-// the ConnectResponse before anything else is written: a server that
-// refuses the session closes the connection right after its answer, and a
-// write of ours could make that a reset that loses the answer.
-func (s *Session) handshake(addr string, deadline time.Time) (*conn, error) {
-	nc, err := s.cfg.Dialer("tcp", addr, time.Until(deadline))
-	if err != nil {
-		return nil, err
-	}
-	if !s.track(nc) {
-		nc.Close()
-		return nil, ErrClosed
-	}
-	nc.SetDeadline(deadline)
-	s.mu.Lock()
-	req := zkwire.ConnectRequest{LastZxidSeen: s.lastZxid, TimeOut: int32(s.cfg.SessionTimeout.Milliseconds()),
-		SessionID: s.id, Passwd: s.passwd}
-	s.mu.Unlock()
-	frame, _ := zkwire.AppendFrame(nil, 0, req)
-	c := &conn{nc: nc, addr: addr, br: bufio.NewReaderSize(nc, 64<<10)}
-	if _, err := nc.Write(frame); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	payload, err := zkwire.ReadFrame(c.br, nil, s.cfg.MaxFrame)
-	var resp zkwire.ConnectResponse
-	if err == nil {
-		err = resp.Decode(zkwire.NewDecoder(payload, s.cfg.MaxFrame))
-	}
-	if err == nil {
-		err = s.accept(resp)
-	}
-	if err != nil {
-		nc.Close()
-		return nil, err
-	}
-	nc.SetDeadline(time.Time{})
-	return c, nil
-}
-
-// track records nc as the connection being set up, for Close; false
-// if the session has ended.
-func (s *Session) track(nc net.Conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.end != nil {
-		return false
-	}
-	s.nc = nc
-	return true
-}
-
-// accept takes a ConnectResponse: a timeout <= 0, or another session's
-// id, is the session's expiry; a read-only session is refused.
-func (s *Session) accept(resp zkwire.ConnectResponse) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case resp.TimeOut <= 0:
-		return fmt.Errorf("server says: %w", ErrSessionExpired)
-	case s.id != 0 && resp.SessionID != s.id:
-		return fmt.Errorf("server answered with session %#x for %#x: %w", resp.SessionID, s.id, ErrSessionExpired)
-	case resp.ReadOnly:
-		return ErrReadOnly
-	}
-	s.id, s.passwd = resp.SessionID, resp.Passwd
-	s.timeout.Store(int64(resp.TimeOut) * int64(time.Millisecond))
-	s.recv.Store(int64(time.Since(s.epoch)))
-	s.state = StateConnected
-	return nil
-}
-
-// serve runs a connection the handshake opened: it queues, in front of
-// what waits, the auth packets and the SetWatches batches, starts the
-// writer, and reads until the connection fails. It returns why.
+// serve runs a connection the handshake opened: it announces the session
+// connected, queues, in front of what waits, the auth packets and the
+// SetWatches batches, starts the writer, and reads until the connection
+// fails. It returns why.
 func (s *Session) serve(c *conn) error {
+	s.announce(StateConnected)
 	s.prime()
-	s.notify.post(StateConnected)
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -230,7 +158,11 @@ func (s *Session) notification(h zkwire.ReplyHeader, d *zkwire.Decoder) error {
 		}
 		return nil
 	}
-	s.watches.fire(Event{Type: ev.Type, State: ev.State, Path: ev.Path, Zxid: h.Zxid})
+	e := Event{Type: ev.Type, State: ev.State, Path: ev.Path, Zxid: h.Zxid}
+	if s.cfg.OnEvent != nil {
+		s.cfg.OnEvent(e) // first, so that it hears notifications in wire order
+	}
+	s.watches.fire(e)
 	return nil
 }
 

@@ -20,6 +20,18 @@
 // The last zxid the session has seen is taken only from replies matched
 // to the FIFO, and only when positive: never from pings or notifications.
 //
+// # Connections
+//
+// Each connection attempt dials one server's address as given (so a
+// name is resolved again at every attempt), then, with Config.TLS, runs
+// a TLS client handshake (ServerName: the address's host unless the
+// config names one), then ZooKeeper's handshake; one deadline bounds the
+// three: T divided by the number of servers. Config.OnDial hears how each
+// attempt ended, and why it failed, by address: a name that does not
+// resolve, a refused dial, a server that answers but not as ZooKeeper
+// ([ErrNotZooKeeper]), that closes the connection or says nothing before
+// its answer, a read-only offer.
+//
 // # Connection loss and reconnection
 //
 // When the connection breaks (an I/O error, a read timeout of two thirds
@@ -59,5 +71,10 @@
 //
 // Config.OnState hears the session's states (Connected, Disconnected,
 // Expired, AuthFailed, Closed) in order, on one goroutine of the
-// Session's, which Close waits for.
+// Session's, which Close waits for. Config.OnEvent hears the same states,
+// in the same order, as Events of type EventNone, and every watch
+// notification, synchronously on the reader goroutine: a notification
+// before any Watch has it, and a connection's SyncConnected before
+// anything read on it. The reader alone announces states, the end too
+// (even when Close ended the session), which keeps the two in one order.
 package zksession

@@ -2,6 +2,10 @@ package zksession
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
 
 	"github.com/zklock/zklock/internal/zkwire"
 )
@@ -12,6 +16,67 @@ var ErrClosed = errors.New("zksession: session closed")
 // ErrReadOnly is the reason a server that offered a read-only session
 // was passed over: zklock never takes one.
 var ErrReadOnly = errors.New("zksession: server offered a read-only session")
+
+// ErrNotZooKeeper is matched (errors.Is) by the error of a connection
+// attempt whose server answered the ConnectRequest with bytes that are
+// no ConnectResponse: another protocol's server (HTTP, say), or a TLS
+// port dialed in the clear. The error's text is "<addr> answered, but not
+// as ZooKeeper: its reply began "<its first bytes>"".
+var ErrNotZooKeeper = errors.New("zksession: server answered, but not as ZooKeeper")
+
+// A notZooKeeperError is why a server that answered, but not as
+// ZooKeeper, was given up on; it matches ErrNotZooKeeper.
+type notZooKeeperError struct {
+	addr string
+	head []byte // the first bytes of its reply
+	err  error  // why they are no ConnectResponse, if more than their length says
+}
+
+func (e *notZooKeeperError) Error() string {
+	msg := fmt.Sprintf("%s answered, but not as ZooKeeper: its reply began %s", e.addr, strconv.Quote(string(e.head)))
+	if len(e.head) > 1 && e.head[0] >= 0x14 && e.head[0] <= 0x17 && e.head[1] == 3 {
+		msg += " (a TLS record: is this a TLS port?)"
+	}
+	if e.err != nil {
+		msg += ": " + e.err.Error()
+	}
+	return msg
+}
+
+func (e *notZooKeeperError) Is(target error) bool { return target == ErrNotZooKeeper }
+
+func (e *notZooKeeperError) Unwrap() error { return e.err }
+
+// A silenceError is why a server that accepted the connection was given
+// up on before it answered: the attempt's deadline passed, or Dial's
+// context ended. It wraps os.ErrDeadlineExceeded.
+type silenceError struct {
+	addr, what string // what is the handshake not answered
+	d          time.Duration
+}
+
+func (e *silenceError) Error() string {
+	return fmt.Sprintf("%s accepted the connection but has not answered %s in %v", e.addr, e.what, e.d)
+}
+
+func (e *silenceError) Unwrap() error { return os.ErrDeadlineExceeded }
+
+// A dialError is Dial's error when its context ends before a server
+// granted a session: ctx.Err(), then every server's last error.
+type dialError struct {
+	ctxErr error
+	errs   []error
+}
+
+func (e *dialError) Error() string {
+	msg := "zksession: dial: " + e.ctxErr.Error()
+	for _, err := range e.errs {
+		msg += "; " + err.Error()
+	}
+	return msg
+}
+
+func (e *dialError) Unwrap() []error { return append([]error{e.ctxErr}, e.errs...) }
 
 // A codeError is the sentinel of one ZooKeeper error code.
 type codeError struct{ code zkwire.Code }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,9 +37,13 @@ func TestDialRefusesReadOnly(t *testing.T) {
 	}()
 	c, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	s, err := zksession.Dial(c, []string{ln.Addr().String()}, zksession.Config{SessionTimeout: 4 * time.Second})
+	addr, d := ln.Addr().String(), newDials()
+	s, err := zksession.Dial(c, []string{addr}, zksession.Config{SessionTimeout: 4 * time.Second, OnDial: d.onDial})
 	if s != nil || !errors.Is(err, zksession.ErrReadOnly) {
 		t.Fatalf("Dial to a read-only server = %v, %v; want ErrReadOnly", s, err)
+	}
+	if err := d.first(addr); !errors.Is(err, zksession.ErrReadOnly) || !strings.HasPrefix(err.Error(), addr+": ") {
+		t.Fatalf("OnDial heard %v for a read-only offer, want ErrReadOnly naming %s", err, addr)
 	}
 	ln.Close()
 	<-served

@@ -109,10 +109,17 @@ func (fs *fakeServer) dial(t *testing.T, cfg zksession.Config) (*zksession.Sessi
 	return r.s, fc
 }
 
-// grant answers the ConnectRequest with session id.
+// grant answers the ConnectRequest with session id, timeout 30 s.
 func (fc *fakeConn) grant(id int64) {
 	fc.t.Helper()
-	resp := zkwire.ConnectResponse{TimeOut: 30000, SessionID: id, Passwd: []byte("0123456789abcdef")}
+	fc.grantTimeout(id, 30000)
+}
+
+// grantTimeout answers the ConnectRequest with session id and a
+// negotiated timeout of ms milliseconds.
+func (fc *fakeConn) grantTimeout(id int64, ms int32) {
+	fc.t.Helper()
+	resp := zkwire.ConnectResponse{TimeOut: ms, SessionID: id, Passwd: []byte("0123456789abcdef")}
 	fc.write(resp)
 }
 

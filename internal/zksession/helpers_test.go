@@ -53,17 +53,23 @@ func (s *states) await(t *testing.T, want zksession.State) {
 // with session timeout timeout, closed when the test ends.
 func open(t *testing.T, link *zktest.Link, timeout time.Duration, st *states) *zksession.Session {
 	t.Helper()
-	cluster := zktest.Shared(t)
 	cfg := zksession.Config{SessionTimeout: timeout}
-	if link != nil {
-		cfg.Dialer = link.Dial
-	}
 	if st != nil {
 		cfg.OnState = st.on
 	}
+	return openWith(t, link, cfg)
+}
+
+// openWith dials a session with cfg on the shared server, through link
+// if not nil, closed when the test ends.
+func openWith(t *testing.T, link *zktest.Link, cfg zksession.Config) *zksession.Session {
+	t.Helper()
+	if link != nil {
+		cfg.Dialer = link.Dial
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	s, err := zksession.Dial(ctx, cluster.Servers(), cfg)
+	s, err := zksession.Dial(ctx, zktest.Shared(t).Servers(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

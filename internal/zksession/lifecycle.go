@@ -13,9 +13,11 @@ import (
 // after connection, the loss of one, the reconnection within the
 // session, its terminal end, and Close.
 
-// run serves c, then each connection after it, until the session ends.
+// run serves c, then each connection after it, until the session ends,
+// and then announces the end (whoever ended it: Close may have).
 func (s *Session) run(c *conn) {
 	defer s.wg.Done()
+	defer func() { s.announce(s.State()) }()
 	for {
 		err := s.serve(c)
 		if s.closing.Load() {
@@ -49,7 +51,7 @@ func (s *Session) lose(cause error) {
 	s.failAll(func(r *request) error {
 		return &Error{Op: r.op, Path: r.path, Code: zkwire.CodeConnectionLoss, Err: cause}
 	})
-	s.notify.post(StateDisconnected)
+	s.announce(StateDisconnected)
 }
 
 // reconnect tries the servers in turn, the first at once and then after
@@ -69,7 +71,7 @@ func (s *Session) reconnect() (*conn, error) {
 		if expiry.Before(deadline) {
 			deadline = expiry
 		}
-		c, err := s.handshake(s.nextServer(), deadline)
+		c, err := s.attempt(s.nextServer(), deadline)
 		if err == nil || terminalErr(err) {
 			return c, err
 		}
@@ -81,7 +83,8 @@ func (s *Session) reconnect() (*conn, error) {
 
 // finish ends the session with why (an error matching ErrSessionExpired
 // or ErrAuthFailed, or ErrClosed), once: every request fails with it, every
-// watch hears it, the connection closes and OnState hears the end.
+// watch hears it and the connection closes. The reader goroutine then
+// announces the end, as it leaves run.
 func (s *Session) finish(why error) {
 	st, ks := StateClosed, zkwire.StateClosed
 	switch {
@@ -103,7 +106,6 @@ func (s *Session) finish(why error) {
 	s.mu.Unlock()
 	s.failAll(func(r *request) error { return sessionError(r.op, r.path, why) })
 	s.watches.end(ks)
-	s.notify.post(st)
 }
 
 // closeWait bounds how long Close waits for the server to answer its

@@ -2,10 +2,13 @@ package zksession
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,9 +30,45 @@ type Config struct {
 	SessionTimeout time.Duration // requested; the server clamps it (default 10s)
 	Dialer         Dialer        // default net.DialTimeout
 	Auth           []Auth        // credentials, sent again at every reconnect
+	// TLS, if set, makes every connection a TLS client connection (the
+	// server's secure client port), its handshake bounded as ZooKeeper's
+	// is. It is copied at Dial; each connection's copy has ServerName set
+	// to the host of the server's address, unless TLS sets one.
+	TLS *tls.Config
 	// OnState, if set, hears every state in order, on one goroutine of
 	// the Session's: it must not block for long nor call Close.
-	OnState  func(State)
+	OnState func(State)
+	// OnEvent, if set, hears every watch notification and every change
+	// of the session's state, in order, synchronously on the session's
+	// reader goroutine (the one that reads replies and reconnects): it
+	// must not block, nor wait for a call of the Session, nor call Close,
+	// for the reader reads nothing until it returns. A notification
+	// reaches OnEvent before any Watch's channel, so OnEvent sees the
+	// notifications in wire order. A state change comes as an Event of
+	// Type zkwire.EventNone and State StateSyncConnected each time a
+	// ConnectResponse grants or resumes the session (before anything
+	// else is read on that connection), StateDisconnected once per lost
+	// connection, and last StateExpired, StateAuthFailed or StateClosed:
+	// the same states in the same order as OnState hears them. A server's
+	// own EventNone notifications are not passed on (its Expired comes as
+	// the session's StateExpired).
+	OnEvent func(Event)
+	// OnDial, if set, hears how each connection attempt ended: addr, and
+	// nil if the server granted or resumed the session on it, else why
+	// not, in an error that begins with addr: a name that does not
+	// resolve ("<addr> does not resolve: ...", wrapping the
+	// *net.DNSError), a dial that failed (wrapping its error, such as
+	// ECONNREFUSED), a TLS handshake that failed, a server that answered
+	// but not as ZooKeeper (matching ErrNotZooKeeper), "<addr> accepted
+	// the connection, then EOF before any ZooKeeper reply", "<addr>
+	// accepted the connection but has not answered ZooKeeper's handshake
+	// in <duration>" (no answer by the attempt's deadline, or by the end
+	// of Dial's context), an offer of a read-only session (matching
+	// ErrReadOnly) or an expired session (ErrSessionExpired). It is called
+	// on the goroutine that dials, Dial's caller's during Dial and then
+	// the reader goroutine (before OnEvent hears that connection's
+	// StateSyncConnected): it must not block nor call Close.
+	OnDial   func(addr string, err error)
 	MaxFrame int // the largest frame payload sent or read (default zkwire.MaxBuffer)
 }
 
@@ -38,17 +77,18 @@ type Config struct {
 // also reconnects), a writer goroutine per connection and a goroutine for
 // OnState; Close waits for all of them.
 type Session struct {
-	cfg     Config
-	servers []string // shuffled once
-	epoch   time.Time
-	wake    chan struct{} // cap 1: something is queued
-	quit    chan struct{} // closed when the session ends
-	notify  *notifier
-	watches watchSet
-	wg      sync.WaitGroup
-	closing atomic.Bool  // Close began: a lost connection is not replaced
-	timeout atomic.Int64 // the negotiated timeout T, in ns
-	recv    atomic.Int64 // when a frame was last read, ns since epoch
+	cfg      Config
+	servers  []string // shuffled once
+	epoch    time.Time
+	wake     chan struct{} // cap 1: something is queued
+	quit     chan struct{} // closed when the session ends
+	notify   *notifier
+	watches  watchSet
+	wg       sync.WaitGroup
+	closing  atomic.Bool   // Close began: a lost connection is not replaced
+	timeout  atomic.Int64  // the negotiated timeout T, in ns
+	recv     atomic.Int64  // when a frame was last read, ns since epoch
+	attempts atomic.Uint64 // connection attempts begun, counted before each dial
 
 	mu       sync.Mutex // guards the fields below
 	queue    []*request // queued, not yet written
@@ -66,8 +106,9 @@ type Session struct {
 // Dial opens a session on one of servers ("host:port", tried in a shuffled
 // order, again and again until ctx ends), and returns once a server has
 // granted it: a ConnectRequest with session id 0, answered by a read-write
-// ConnectResponse. It returns an error wrapping ctx.Err() and the last
-// server's error if no server granted one in time.
+// ConnectResponse. If no server granted one before ctx ended, it returns
+// an error wrapping ctx.Err() and every server's last error (see
+// Config.OnDial), each named in its text.
 func Dial(ctx context.Context, servers []string, cfg Config) (*Session, error) {
 	if len(servers) == 0 {
 		return nil, errors.New("zksession: dial: no server")
@@ -77,10 +118,10 @@ func Dial(ctx context.Context, servers []string, cfg Config) (*Session, error) {
 	c, err := s.dialFirst(ctx)
 	if !stop() && err == nil {
 		c.nc.Close()
-		err = ctx.Err()
+		err = &dialError{ctxErr: ctx.Err()}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("zksession: dial %v: %w", servers, err)
+		return nil, err
 	}
 	if cfg.OnState != nil {
 		s.wg.Add(1)
@@ -98,6 +139,7 @@ func newSession(servers []string, cfg Config) *Session {
 	if cfg.Dialer == nil {
 		cfg.Dialer = net.DialTimeout
 	}
+	cfg.TLS = cfg.TLS.Clone() // nil stays nil
 	s := &Session{cfg: cfg, servers: append([]string(nil), servers...), epoch: time.Now()}
 	rand.Shuffle(len(s.servers), func(i, j int) { s.servers[i], s.servers[j] = s.servers[j], s.servers[i] })
 	s.wake = make(chan struct{}, 1)
@@ -112,23 +154,50 @@ func newSession(servers []string, cfg Config) *Session {
 // ends, pausing between rounds.
 func (s *Session) dialFirst(ctx context.Context) (*conn, error) {
 	perServer := s.cfg.SessionTimeout / time.Duration(len(s.servers))
-	var last error
+	last := make(map[string]error, len(s.servers))
 	for i := 0; ; i++ {
 		if i > 0 && i%len(s.servers) == 0 && !sleep(ctx.Done(), backoff(i/len(s.servers))) {
-			return nil, errors.Join(ctx.Err(), last)
+			break
 		}
-		deadline := time.Now().Add(perServer)
+		deadline, ctxBound := time.Now().Add(perServer), false
 		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-			deadline = d
+			deadline, ctxBound = d, true
 		}
-		c, err := s.handshake(s.nextServer(), deadline)
+		if !time.Now().Before(deadline) {
+			<-ctx.Done() // no time left for an attempt: ctx ends now
+			break
+		}
+		addr := s.nextServer()
+		c, err := s.attempt(addr, deadline)
 		if err == nil {
 			return c, nil
 		}
-		if last = err; ctx.Err() != nil {
-			return nil, errors.Join(ctx.Err(), last)
+		// An attempt that ran out of Dial's time tells less than the
+		// whole attempt before it at the same address.
+		if cut := (ctxBound || ctx.Err() != nil) && isTimeout(err); !cut || last[addr] == nil {
+			last[addr] = err
+		}
+		if ctx.Err() != nil {
+			break
 		}
 	}
+	return nil, s.dialErr(ctx.Err(), last)
+}
+
+// dialErr returns Dial's error when ctx ended with ctxErr: it names
+// every server's last error, by address.
+func (s *Session) dialErr(ctxErr error, last map[string]error) error {
+	e := &dialError{ctxErr: ctxErr}
+	for _, addr := range slices.Sorted(maps.Keys(last)) {
+		e.errs = append(e.errs, last[addr])
+	}
+	for _, addr := range s.servers {
+		if last[addr] == nil {
+			e.errs = append(e.errs, fmt.Errorf("%s: not tried", addr))
+			last[addr] = e.errs[len(e.errs)-1] // once, if listed twice
+		}
+	}
+	return e
 }
 
 // abortSetup closes the connection being set up, if any.
@@ -181,9 +250,23 @@ func (s *Session) Password() []byte {
 	return append([]byte(nil), s.passwd...)
 }
 
-// Timeout returns the session timeout the server negotiated at the last
-// connection (it may change at a reconnect).
+// Timeout returns the session timeout the server negotiated: the one its
+// last ConnectResponse gave (it may change at a reconnect, and is updated
+// before OnEvent hears that connection's StateSyncConnected). Before the
+// first ConnectResponse it is Config.SessionTimeout. It is safe for
+// concurrent use.
 func (s *Session) Timeout() time.Duration { return time.Duration(s.timeout.Load()) }
+
+// ConnEpoch returns how many connection attempts the session has begun:
+// each is counted before it dials. The session has one connection at a
+// time, begins an attempt only once the connection before it has stopped
+// (nothing more is written nor read on it), and reads a reply only on the
+// connection its request was written on. So if a caller reads equal
+// values before sending a request and after getting its reply, the
+// request and its reply travelled on one connection, with no connection
+// lost between them; unequal values say nothing either way. It is safe
+// for concurrent use.
+func (s *Session) ConnEpoch() uint64 { return s.attempts.Load() }
 
 // LastZxid returns the last zxid seen in a reply to a request.
 func (s *Session) LastZxid() int64 {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -287,4 +289,56 @@ func TestIntegration_Close(t *testing.T) {
 		t.Fatalf("watch heard %+v at Close", ev)
 	}
 	st.await(t, zksession.StateClosed)
+}
+
+// ConnEpoch counts every connection attempt, failed ones too, before its
+// dial; equal values around a request mean one connection, and a request
+// answered on a later connection than the one current before it was
+// sent sees another value.
+func TestConnEpoch(t *testing.T) {
+	fs := newFakeServer(t)
+	st := newStates()
+	var sess atomic.Pointer[zksession.Session]
+	var mu sync.Mutex
+	var atDial []uint64 // ConnEpoch at each dial after Dial returned
+	dialer := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		if s := sess.Load(); s != nil {
+			mu.Lock()
+			atDial = append(atDial, s.ConnEpoch())
+			mu.Unlock()
+		}
+		return net.DialTimeout(network, addr, timeout)
+	}
+	s, fc := fs.dial(t, zksession.Config{OnState: st.on, Dialer: dialer})
+	sess.Store(s)
+	if e := s.ConnEpoch(); e != 1 {
+		t.Fatalf("ConnEpoch() = %d after one attempt", e)
+	}
+	before := s.ConnEpoch()
+	get := getData(t, s, "/a")
+	h, _ := fc.read()
+	fc.reply(zkwire.ReplyHeader{Xid: h.Xid, Zxid: 2}, zkwire.GetDataResponse{})
+	if err := result(t, get); err != nil || s.ConnEpoch() != before {
+		t.Fatalf("GetData on one connection: %v, ConnEpoch %d then %d", err, before, s.ConnEpoch())
+	}
+	cut(t, fc, st)
+	queued := getData(t, s, "/q")
+	awaitQueued(t, s, 1)
+	fs.next(t).nc.Close() // two attempts fail before their ConnectResponse
+	fs.next(t).nc.Close()
+	fc4 := fs.next(t)
+	fc4.grant(1)
+	h, _ = fc4.read()
+	fc4.reply(zkwire.ReplyHeader{Xid: h.Xid, Zxid: 3}, zkwire.GetDataResponse{})
+	if err := result(t, queued); err != nil {
+		t.Fatal(err)
+	}
+	if e := s.ConnEpoch(); e != 4 || e == before {
+		t.Fatalf("ConnEpoch() = %d after 4 attempts (was %d before the request)", e, before)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(atDial) != 3 || atDial[0] != 2 || atDial[1] != 3 || atDial[2] != 4 {
+		t.Fatalf("ConnEpoch at the reconnects' dials: %v, want [2 3 4] (counted before each dial)", atDial)
+	}
 }

@@ -1,6 +1,10 @@
 package zksession
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/zklock/zklock/internal/zkwire"
+)
 
 // A State is a Session's state, as Config.OnState hears it.
 type State int
@@ -28,6 +32,33 @@ func (s State) String() string {
 
 // terminal reports whether no state follows s.
 func (s State) terminal() bool { return s >= StateExpired }
+
+// keeperState is the Watcher.Event.KeeperState of s.
+func (s State) keeperState() zkwire.KeeperState {
+	switch s {
+	case StateConnected:
+		return zkwire.StateSyncConnected
+	case StateDisconnected:
+		return zkwire.StateDisconnected
+	case StateExpired:
+		return zkwire.StateExpired
+	case StateAuthFailed:
+		return zkwire.StateAuthFailed
+	case StateClosed:
+		return zkwire.StateClosed
+	}
+	return zkwire.StateUnknown
+}
+
+// announce tells OnEvent, now (on the reader goroutine, the only one
+// that announces), and OnState, on its own goroutine, that the session
+// is in state st. One goroutine announcing keeps the two in one order.
+func (s *Session) announce(st State) {
+	if s.cfg.OnEvent != nil {
+		s.cfg.OnEvent(Event{Type: zkwire.EventNone, State: st.keeperState()})
+	}
+	s.notify.post(st)
+}
 
 // notifier calls a callback with states in order, on one goroutine,
 // so that the reader never waits for the callback. mu guards q.

@@ -9,7 +9,8 @@ import (
 // An Event is what a Watch hears: a change of its node (Type
 // EventNodeCreated...), its removal (EventDataWatchRemoved,
 // EventChildWatchRemoved) or the end of the session (Type EventNone,
-// State StateExpired, StateAuthFailed or StateClosed).
+// State StateExpired, StateAuthFailed or StateClosed). Config.OnEvent
+// hears the notifications and the session's states as Events too.
 type Event struct {
 	Type  zkwire.EventType
 	State zkwire.KeeperState

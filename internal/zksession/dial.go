@@ -1,0 +1,193 @@
+package zksession
+
+import (
+	"bufio"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/zklock/zklock/internal/zkwire"
+)
+
+// This file is one connection attempt: the dial, TLS when configured,
+// and ZooKeeper's handshake, all bounded by one deadline.
+
+// attempt is one connection attempt to addr, by deadline, which
+// OnDial hears the outcome of.
+func (s *Session) attempt(addr string, deadline time.Time) (*conn, error) {
+	c, err := s.handshake(addr, deadline)
+	if s.cfg.OnDial != nil {
+		s.cfg.OnDial(addr, err)
+	}
+	return c, err
+}
+
+// handshake dials addr and sends the ConnectRequest (session id 0 for a
+// new session, else the session's id, password and last zxid), then reads
+// the ConnectResponse before anything else is written: a server that
+// refuses the session closes the connection right after its answer, and a
+// write of ours could make that a reset that loses the answer. Its
+// errors name addr.
+func (s *Session) handshake(addr string, deadline time.Time) (*conn, error) {
+	s.attempts.Add(1) // before the dial: see ConnEpoch
+	nc, err := s.open(addr, deadline)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	req := zkwire.ConnectRequest{LastZxidSeen: s.lastZxid, TimeOut: int32(s.cfg.SessionTimeout.Milliseconds()),
+		SessionID: s.id, Passwd: s.passwd}
+	s.mu.Unlock()
+	frame, _ := zkwire.AppendFrame(nil, 0, req)
+	c := &conn{nc: nc, addr: addr, br: bufio.NewReaderSize(nc, 64<<10)}
+	sent := time.Now()
+	_, err = nc.Write(frame)
+	var resp zkwire.ConnectResponse
+	if err != nil {
+		err = fmt.Errorf("%s: %w", addr, err)
+	} else if err = readConnectResponse(c.br, addr, sent, &resp); err == nil {
+		err = s.accept(addr, resp)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	nc.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// open dials addr and, with Config.TLS, runs the TLS handshake, by
+// deadline, which it leaves set on the connection.
+func (s *Session) open(addr string, deadline time.Time) (net.Conn, error) {
+	nc, err := s.cfg.Dialer("tcp", addr, time.Until(deadline))
+	if err != nil {
+		var dnsErr *net.DNSError
+		if errors.As(err, &dnsErr) {
+			return nil, fmt.Errorf("%s does not resolve: %w", addr, err)
+		}
+		return nil, fmt.Errorf("%s: %w", addr, err)
+	}
+	if !s.track(nc) {
+		nc.Close()
+		return nil, ErrClosed
+	}
+	nc.SetDeadline(deadline)
+	if s.cfg.TLS == nil {
+		return nc, nil
+	}
+	tc := tls.Client(nc, tlsConfig(s.cfg.TLS, addr))
+	start := time.Now()
+	if err := tc.Handshake(); err != nil {
+		nc.Close()
+		if silence(err) {
+			return nil, &silenceError{addr: addr, what: "the TLS handshake", d: since(start)}
+		}
+		return nil, fmt.Errorf("%s: TLS handshake: %w", addr, err)
+	}
+	return tc, nil
+}
+
+// The bounds of a ConnectResponse's length: protocol version, timeout,
+// session id and an empty password make 20 (ZooKeeper's password has 16
+// bytes, and a read-only flag may follow); a length outside these is not
+// ZooKeeper's (an HTTP server's "HTTP" reads as 1.2 GB).
+const (
+	minConnectResponse = 20
+	maxConnectResponse = 4096
+)
+
+// readConnectResponse reads the ConnectResponse from br into resp. Its
+// errors say what addr did instead, sent being when it was asked: said
+// nothing, closed the connection, or answered with something else.
+func readConnectResponse(br *bufio.Reader, addr string, sent time.Time, resp *zkwire.ConnectResponse) error {
+	var head [4]byte
+	n, err := io.ReadFull(br, head[:])
+	switch {
+	case n == 0 && silence(err):
+		return &silenceError{addr: addr, what: "ZooKeeper's handshake", d: since(sent)}
+	case n == 0:
+		return fmt.Errorf("%s accepted the connection, then %w before any ZooKeeper reply", addr, err)
+	case err != nil:
+		return &notZooKeeperError{addr: addr, head: head[:n]}
+	}
+	length := int32(binary.BigEndian.Uint32(head[:]))
+	if length < minConnectResponse || length > maxConnectResponse {
+		return &notZooKeeperError{addr: addr, head: head[:]}
+	}
+	payload := make([]byte, length)
+	if _, err := io.ReadFull(br, payload); err != nil {
+		return fmt.Errorf("%s: read its ConnectResponse: %w", addr, err)
+	}
+	if err := resp.Decode(zkwire.NewDecoder(payload, maxConnectResponse)); err != nil {
+		return &notZooKeeperError{addr: addr, head: head[:], err: err}
+	}
+	return nil
+}
+
+// silence reports whether err ended a wait for an answer that did not
+// come: the deadline passed, or the connection was closed under the read
+// (Dial's context ended, or the session was closed).
+func silence(err error) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed)
+}
+
+// isTimeout reports whether err is a wait that ran out of time: a
+// silence, or a dial or a name lookup that timed out.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// since returns the time since t, to the millisecond.
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }
+
+// tlsConfig returns a copy of conf for a connection to addr: its
+// ServerName, unless conf sets one, is addr's host.
+func tlsConfig(conf *tls.Config, addr string) *tls.Config {
+	conf = conf.Clone()
+	if conf.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		conf.ServerName = host
+	}
+	return conf
+}
+
+// track records nc as the connection being set up, for Close; false
+// if the session has ended.
+func (s *Session) track(nc net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.end != nil {
+		return false
+	}
+	s.nc = nc
+	return true
+}
+
+// accept takes addr's ConnectResponse: a timeout <= 0, or another session's
+// id, is the session's expiry; a read-only session is refused.
+func (s *Session) accept(addr string, resp zkwire.ConnectResponse) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case resp.TimeOut <= 0:
+		return fmt.Errorf("%s says: %w", addr, ErrSessionExpired)
+	case s.id != 0 && resp.SessionID != s.id:
+		return fmt.Errorf("%s answered with session %#x for %#x: %w", addr, resp.SessionID, s.id, ErrSessionExpired)
+	case resp.ReadOnly:
+		return fmt.Errorf("%s: %w", addr, ErrReadOnly)
+	}
+	s.id, s.passwd = resp.SessionID, resp.Passwd
+	s.timeout.Store(int64(resp.TimeOut) * int64(time.Millisecond))
+	s.recv.Store(int64(time.Since(s.epoch)))
+	s.state = StateConnected
+	return nil
+}
