@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
@@ -52,7 +51,7 @@ func (o *offline) dial(network, addr string, timeout time.Duration) (net.Conn, e
 func (o *offline) client(e *env, opts ...zklock.Option) *zklock.Client {
 	e.t.Helper()
 	return e.client(append([]zklock.Option{zklock.WithSessionTimeout(30 * time.Second),
-		zklock.WithZKOptions(zk.WithDialer(o.dial))}, opts...)...)
+		zklock.WithDialer(o.dial)}, opts...)...)
 }
 
 // stop takes the server away from c, and waits until c sees it.
@@ -368,7 +367,7 @@ func TestIntegration_BusyTimeoutThenCutIsNotOffline(t *testing.T) {
 	o := newOffline(e)
 	held, err := e.mutex(e.client(), "/busy").Lock(context.Background())
 	require.NoError(t, err)
-	c, f := e.faultClient(zklock.WithSessionTimeout(30*time.Second), zklock.WithZKOptions(zk.WithDialer(o.dial)))
+	c, f := e.faultClient(zklock.WithSessionTimeout(30*time.Second), zklock.WithDialer(o.dial))
 	var once sync.Once
 	f.mu.Lock()
 	f.beforeDelete = func(string) { // the server goes away under the delete, and the Client knows it

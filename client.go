@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock/internal/zksession"
 )
 
 // Client is a ZooKeeper connection with the session bookkeeping that the
@@ -29,16 +31,17 @@ import (
 // session (for a Client made by Connect), every hold, and every wait.
 type Client struct {
 	// Written once before the Client is returned, read-only after.
-	conn     *zk.Conn
-	zc       zkConn // the engine's view of conn; a seam for tests
+	conn     *zk.Conn           // go-zookeeper's connection (NewClient, or Connect with WithZKOptions)
+	own      *zksession.Session // zklock's own session (Connect)
+	watchers *sync.WaitGroup    // own's watch followers (see sessConn.follow)
+	zc       zkConn             // the engine's view of conn or own; a seam for tests
 	opts     options
 	log      *slog.Logger
 	ownsConn bool            // Connect made conn, so Close closes it
 	initErr  error           // invalid options of NewClient
 	zkEvents <-chan zk.Event // conn's event channel; closed when conn's goroutines end
 	queue    *eventQueue     // session events from the zk callback (Connect only)
-	dials    *dialWatch      // go-zookeeper's dials to the servers (Connect only)
-	sockets  *sockets        // the connections our dialer opened (Connect only)
+	dials    *dialWatch      // the attempts to open the first session (Connect only)
 	closing  chan struct{}   // closed by Close, or when a wrapped conn is closed
 	watches  watchSet
 	deletes  recentDeletes // checked again after a reconnect
@@ -111,30 +114,29 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := newClient(o)
-	c.ownsConn = true
-	c.queue = newEventQueue()
-	c.holds.routed = true // node events come through the callback too
-	c.dials = newDialWatch(c.log)
-	c.sockets = &sockets{open: make(map[*socket]struct{}), failed: c.dials.failed}
-	// Ours come last: the Client must see every session event, and its
-	// sockets wrap the dialer in effect. The host provider comes first, so
-	// that one of the caller's wins.
-	zkOpts := append([]func(*zk.Conn){func(zc *zk.Conn) { zk.WithHostProvider(c.dials)(zc) }}, o.zkOpts...)
-	zkOpts = append(zkOpts, zk.WithEventCallback(c.dials.event(c.queue.push)), zk.WithLogger(zkLogger{c}),
-		func(zc *zk.Conn) { c.sockets.wrap(zc) })
-	conn, events, err := zk.Connect(addrs, o.sessionTimeout, convertOpts(zk.WithLogInfo(true), zkOpts)...)
+	if len(o.zkOpts) == 0 {
+		return connectOwn(addrs, o)
+	}
+	return connectGo(addrs, o)
+}
+
+// connectGo is Connect with WithZKOptions: a go-zookeeper connection that
+// the Client owns, and runs on as one made by NewClient does.
+func connectGo(addrs []string, o options) (*Client, error) {
+	if o.tls != nil {
+		return nil, errorf(ErrInvalidArgument, "connect: WithTLS with WithZKOptions: give go-zookeeper a TLS dialer, or drop WithZKOptions")
+	}
+	log := o.logger
+	zkOpts := o.zkOpts
+	if o.dialer != nil {
+		zkOpts = append(zkOpts, zk.WithDialer(zk.Dialer(o.dialer)))
+	}
+	conn, events, err := zk.Connect(addrs, o.sessionTimeout, convertOpts(zk.WithLogger(zkLogger{log}), zkOpts)...)
 	if err != nil {
-		registered(c, false) // never returned, so never closed
 		return nil, wrapf(err, "connect %s", strings.Join(addrs, ","))
 	}
-	c.conn, c.zc, c.zkEvents = conn, goConn{conn}, events
-	if o.wrapConn != nil {
-		c.zc = o.wrapConn(c.zc)
-	}
-	if c.sockets.wrapped {
-		c.zc = guardConn{zkConn: c.zc, c: c}
-	}
+	c := newWrapped(conn, events, o)
+	c.ownsConn = true
 	c.start()
 	if err := c.awaitFirstSession(addrs); err != nil {
 		c.Close()
@@ -150,7 +152,7 @@ func Connect(servers []string, opts ...Option) (*Client, error) {
 }
 
 // awaitFirstSession waits for Connect's first session, up to the connect
-// timeout, or until every server has refused the connection.
+// timeout.
 func (c *Client) awaitFirstSession(addrs []string) error {
 	t := time.NewTimer(c.opts.connectTimeout)
 	defer t.Stop()
@@ -161,22 +163,12 @@ func (c *Client) awaitFirstSession(addrs []string) error {
 		if ok {
 			return nil
 		}
-		if err := c.dials.allRefused(); err != nil {
-			return &wrapError{
-				msg:  fmt.Sprintf("zklock: connect %s: %s", strings.Join(addrs, ","), err),
-				errs: []error{zk.ErrNoServer, err},
-			}
-		}
 		select {
 		case <-ch:
-		case <-c.dials.signal:
 		case <-t.C:
 			// The connect timeout is a deadline: say so to errors.Is.
-			msg := fmt.Sprintf("zklock: connect %s: no session within %v", strings.Join(addrs, ","), c.opts.connectTimeout)
-			if last := c.dials.lastErrors(c.sockets.unanswered()); last != "" {
-				msg += " (" + last + ")"
-			}
-			return &wrapError{msg: msg + ": " + zk.ErrNoServer.Error(), errs: []error{zk.ErrNoServer, context.DeadlineExceeded}}
+			msg := fmt.Sprintf("zklock: connect %s: no session within %v: %s", strings.Join(addrs, ","), c.opts.connectTimeout, zk.ErrNoServer)
+			return &wrapError{msg: msg, errs: []error{zk.ErrNoServer, context.DeadlineExceeded}}
 		}
 	}
 }
@@ -268,7 +260,29 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) *Client {
 		registered(c, false) // closed from the start
 		return c
 	}
+	c.adopt(conn, events)
+	for _, a := range o.auth {
+		if err := conn.AddAuth(a.scheme, a.auth); err != nil {
+			c.log.Error("zklock: add auth failed", "scheme", a.scheme, "err", err)
+		}
+	}
+	c.start()
+	return c
+}
+
+// newWrapped is a Client on conn, not yet started.
+func newWrapped(conn *zk.Conn, events <-chan zk.Event, o options) *Client {
+	c := newClient(o)
+	c.adopt(conn, events)
+	return c
+}
+
+// adopt makes conn the Client's connection, before it starts.
+func (c *Client) adopt(conn *zk.Conn, events <-chan zk.Event) {
 	c.conn, c.zc, c.zkEvents = conn, goConn{conn}, events
+	if c.opts.wrapConn != nil {
+		c.zc = c.opts.wrapConn(c.zc)
+	}
 	if conn.State() == zk.StateHasSession {
 		c.state, c.session = StateConnected, conn.SessionID()
 		c.setUpLocked() // not shared yet: no lock needed
@@ -286,13 +300,6 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) *Client {
 			}
 		}
 	}
-	for _, a := range o.auth {
-		if err := conn.AddAuth(a.scheme, a.auth); err != nil {
-			c.log.Error("zklock: add auth failed", "scheme", a.scheme, "err", err)
-		}
-	}
-	c.start()
-	return c
 }
 
 func newClient(o options) *Client {
@@ -315,11 +322,13 @@ func newClient(o options) *Client {
 	return c
 }
 
-// Conn returns the underlying connection, for operations the recipes do not
-// cover, such as a Multi guarded by [Mutex.CheckOp]. It knows no namespace:
-// its paths are full ZooKeeper paths (see "Paths" in the package doc;
-// [Hold.Multi] writes within the namespace). It is nil for a Client not
-// made by Connect or NewClient.
+// Conn returns the go-zookeeper connection of a Client made by NewClient
+// (or by Connect with the deprecated [WithZKOptions]), for operations the
+// recipes do not cover. It knows no namespace: its paths are full
+// ZooKeeper paths (see "Paths" in the package doc). It is nil for a Client
+// made by Connect, which runs on zklock's own session: use the Client's
+// context-aware data operations ([Client.Get], [Client.Create]...) and
+// [Hold.Multi] there; they work on every Client.
 func (c *Client) Conn() *zk.Conn {
 	if c == nil {
 		return nil
@@ -425,7 +434,13 @@ func (c *Client) Close() error {
 		if c.ownsConn && c.conn != nil {
 			c.conn.Close()
 		}
+		if c.own != nil {
+			c.own.Close() // every Watch fires: its follower ends
+		}
 		c.wg.Wait() // the sweep run's too: every hold that stood has ended
+		if c.watchers != nil {
+			c.watchers.Wait()
+		}
 		if n, locks := c.cut.read(); n > 0 {
 			// One record, not one per hold: each loss is logged at Debug.
 			c.log.Warn("zklock: closed with holds standing; they were lost", "holds", n, "locks", locks)
@@ -437,25 +452,15 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// closeGrace is how long Close lets go-zookeeper end a connection on its
-// own before closing the socket under it.
-const closeGrace = 500 * time.Millisecond
-
 // awaitConnGone waits, for at most ten seconds, for go-zookeeper's own
-// goroutines to end: it closes the event channel when they are done. A
-// connection still in its handshake with a server that does not answer
-// would keep them for ten read timeouts, so after closeGrace the sockets
-// it opened are closed.
+// goroutines to end: it closes the event channel when they are done (a
+// connection in its handshake with a silent server keeps them longer).
 func (c *Client) awaitConnGone() {
-	grace := time.NewTimer(closeGrace)
-	defer grace.Stop()
 	limit := time.NewTimer(10 * time.Second)
 	defer limit.Stop()
 	for open := true; open; {
 		select {
 		case _, open = <-c.zkEvents:
-		case <-grace.C:
-			c.sockets.closeAll()
 		case <-limit.C:
 			open = false
 		}
@@ -566,120 +571,49 @@ func (c *Client) relPath(p string) string {
 	return strings.TrimPrefix(p, ns)
 }
 
-// dialWatch is the host provider of a connection that Connect opens:
-// go-zookeeper's own, except that it resolves each server name on its own,
-// so that one name that does not resolve does not fail the others, and
-// that it follows the dials, so that Connect can give up once every server
-// has refused.
+// dialWatch follows Connect's attempts to open a session, so that Connect
+// can give up once every server has refused, and say what each did.
 type dialWatch struct {
-	*zk.DNSHostProvider
-	log    *slog.Logger
-	signal chan struct{} // receives after each failed dial
+	log *slog.Logger
 
-	attempts atomic.Uint64 // connections go-zookeeper has begun to open
-
-	mu         sync.Mutex       // protects the fields below
-	n          int              // addresses to dial, known after Init
-	unresolved []error          // names that did not resolve, set by Init
-	refused    map[string]error // addresses whose last dial was refused
-	last       map[string]error // every address's last dial error
+	mu      sync.Mutex       // protects the fields below
+	n       int              // addresses to dial
+	refused map[string]error // addresses whose last attempt was refused
+	last    map[string]error // every address's last attempt's error
+	warned  map[string]bool  // names whose failure to resolve was logged
 }
 
-func newDialWatch(log *slog.Logger) *dialWatch {
+func newDialWatch(log *slog.Logger, n int) *dialWatch {
 	return &dialWatch{
-		DNSHostProvider: zk.NewDNSHostProvider(),
-		log:             log,
-		signal:          make(chan struct{}, 1),
-		refused:         make(map[string]error),
-		last:            make(map[string]error),
+		log:     log,
+		n:       n,
+		refused: make(map[string]error),
+		last:    make(map[string]error),
+		warned:  make(map[string]bool),
 	}
 }
 
-// Init resolves each server name apart and passes those that resolve on
-// to go-zookeeper's provider. It fails, wrapping zk.ErrNoServer, only when
-// no name resolves.
-func (w *dialWatch) Init(servers []string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // go-zookeeper's bound
-	defer cancel()
-	var ok []string
-	var bad []error
-	for _, s := range servers {
-		host, _, err := net.SplitHostPort(s)
-		if err == nil {
-			_, err = net.DefaultResolver.LookupHost(ctx, host)
-		}
-		if err != nil {
-			bad = append(bad, err)
-			continue
-		}
-		ok = append(ok, s)
-	}
-	if len(ok) == 0 {
-		return &wrapError{msg: "no server name resolves: " + joinMsgs(bad), errs: append([]error{zk.ErrNoServer}, bad...)}
-	}
-	for _, err := range bad {
-		w.log.Warn("zklock: server name does not resolve; skipped", "err", err)
-	}
-	if err := w.DNSHostProvider.Init(ok); err != nil {
-		return err
-	}
-	w.mu.Lock()
-	w.n, w.unresolved = w.DNSHostProvider.Len(), bad
-	w.mu.Unlock()
-	return nil
-}
-
-// Next counts a connection that go-zookeeper begins to open, then names
-// its server.
-func (w *dialWatch) Next() (string, bool) {
-	w.attempts.Add(1)
-	return w.DNSHostProvider.Next()
-}
-
-// connEpoch identifies the connection of the Client's session: it changes
-// whenever go-zookeeper begins to open another. go-zookeeper asks for the
-// server before it dials, and reads a connection's replies only after
-// that, so equal values read before a request is sent and after its reply
-// came mean that the request and its reply travelled on one connection.
-// 0 means unknown: a Client made by NewClient, or a host provider of the
-// caller's.
-func (c *Client) connEpoch() uint64 {
-	if c.dials == nil {
-		return 0
-	}
-	return c.dials.attempts.Load()
-}
-
-// connected records a dial of addr that succeeded.
+// connected records an attempt on addr that gave a session.
 func (w *dialWatch) connected(addr string) {
 	w.mu.Lock()
 	delete(w.refused, addr)
+	delete(w.last, addr)
 	w.mu.Unlock()
 }
 
-// event is the connection's event callback: it follows the dials, then
-// hands ev to next.
-func (w *dialWatch) event(next func(zk.Event)) func(zk.Event) {
-	return func(ev zk.Event) {
-		if ev.Type == zk.EventSession && ev.State == zk.StateConnected {
-			w.connected(ev.Server)
-		}
-		next(ev)
-	}
-}
-
-// failed records a failed dial of addr, as go-zookeeper logs it.
+// failed records a failed attempt on addr. A name that does not resolve
+// is logged once, as a warning: the other servers are still tried.
 func (w *dialWatch) failed(addr string, err error) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.last[addr] = err
 	var dnsErr *net.DNSError
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dnsErr) || errors.Is(err, errNotZooKeeper) {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dnsErr) || errors.Is(err, zksession.ErrNotZooKeeper) {
 		w.refused[addr] = err
 	}
-	w.mu.Unlock()
-	select {
-	case w.signal <- struct{}{}:
-	default:
+	if errors.As(err, &dnsErr) && !w.warned[addr] {
+		w.warned[addr] = true
+		w.log.Warn("zklock: server name does not resolve; skipped", "addr", addr, "err", err)
 	}
 }
 
@@ -691,12 +625,13 @@ func (w *dialWatch) allRefused() error {
 	if w.n == 0 || len(w.refused) < w.n {
 		return nil
 	}
+	errs := sortedErrs(w.refused)
 	what := "every server refused the connection: "
-	if len(w.unresolved) > 0 {
+	var dnsErr *net.DNSError
+	if slices.ContainsFunc(errs, func(err error) bool { return errors.As(err, &dnsErr) }) {
 		what = "every server refused the connection or did not resolve: "
 	}
-	errs := append(slices.Clone(w.unresolved), sortedErrs(w.refused)...)
-	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, errNotZooKeeper) }) {
+	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, zksession.ErrNotZooKeeper) }) {
 		what = "no ZooKeeper server at these addresses: "
 	}
 	return &wrapError{msg: what + joinMsgs(errs), errs: errs}
@@ -707,8 +642,7 @@ func (w *dialWatch) allRefused() error {
 func (w *dialWatch) lastErrors(more []error) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	errs := append(slices.Clone(w.unresolved), sortedErrs(w.last)...)
-	errs = append(errs, more...)
+	errs := append(sortedErrs(w.last), more...)
 	if len(errs) == 0 {
 		return ""
 	}

@@ -64,7 +64,7 @@ func TestIntegration_ConnectTimeout(t *testing.T) {
 	// here) for the server's handshake; the Client closes the socket under
 	// it instead of waiting.
 	_, err = zklock.Connect([]string{ln.Addr().String()}, zklock.WithConnectTimeout(300*time.Millisecond),
-		zklock.WithSessionTimeout(10*time.Second), zklock.WithZKOptions(zk.WithLogger(quietLogger{})))
+		zklock.WithSessionTimeout(10*time.Second))
 	require.ErrorIs(t, err, zk.ErrNoServer)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Contains(t, err.Error(), ln.Addr().String())

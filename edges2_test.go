@@ -86,7 +86,7 @@ func TestIntegration_EdgeTryLockDisconnected(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	faults := e.link()
-	c := e.client(zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
+	c := e.client(zklock.WithDialer(faults.Dial))
 	// Another Client creates every lock's path, and holds nothing: each
 	// lock is free.
 	for _, r := range tryRecipes(t, e, e.client()) {
@@ -162,7 +162,7 @@ func shortSession(faults *kit.Link) []zklock.Option {
 	return []zklock.Option{
 		zklock.WithSessionTimeout(2 * time.Second),
 		zklock.WithRetryPolicy(zklock.RetryUntilElapsed{Max: 30 * time.Second, Sleep: 100 * time.Millisecond}),
-		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+		zklock.WithDialer(faults.Dial),
 	}
 }
 
@@ -370,7 +370,7 @@ func TestIntegration_EdgeDeleteRetriedHasErr(t *testing.T) {
 	var mu sync.Mutex
 	var events []zklock.Event // guarded by mu
 	c := e.client(
-		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+		zklock.WithDialer(faults.Dial),
 		zklock.WithObserver(func(ev zklock.Event) {
 			mu.Lock()
 			events = append(events, ev)

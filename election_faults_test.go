@@ -170,7 +170,7 @@ func TestIntegration_ElectionOldSessionNodeListedFirst(t *testing.T) {
 	ca := e.client(
 		zklock.WithSessionTimeout(2*time.Second),
 		zklock.WithRetryPolicy(zklock.RetryUntilElapsed{Max: 30 * time.Second, Sleep: 100 * time.Millisecond}),
-		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+		zklock.WithDialer(faults.Dial),
 		zklock.WithConnWrapper(func(real zklock.ZKConn) zklock.ZKConn { stale.ZKConn = real; return stale }),
 	)
 	b, err := e.election(e.client(), "/old-session", "b").Campaign(bg)
@@ -268,7 +268,7 @@ func TestIntegration_EnsembleElectionOldSessionNodeOnLaggingFollower(t *testing.
 		// a create: a third of the session must outlast that.
 		zklock.WithSessionTimeout(4*time.Second),
 		zklock.WithRetryPolicy(zklock.RetryUntilElapsed{Max: 30 * time.Second, Sleep: 100 * time.Millisecond}),
-		zklock.WithZKOptions(zk.WithDialer(plan.Dial)),
+		zklock.WithDialer(plan.Dial),
 	)
 	oldSession := ca.Conn().SessionID()
 	plan.hold()
@@ -441,7 +441,7 @@ func TestIntegration_ElectionReconnectStorm(t *testing.T) {
 		if i == 0 {
 			policy = zklock.SessionPolicy // keeps its leadership through short cuts
 		}
-		c := e.client(zklock.WithErrorPolicy(policy), zklock.WithZKOptions(zk.WithDialer(faults[i].Dial)))
+		c := e.client(zklock.WithErrorPolicy(policy), zklock.WithDialer(faults[i].Dial))
 		clients[i] = c
 		go campaignLoop(ctx, e.election(c, "/storm", "p"+strconv.Itoa(i)), &log, errs)
 	}
@@ -500,7 +500,7 @@ func TestIntegration_SelectorRequeues(t *testing.T) {
 	e := setup(t)
 	bg := context.Background()
 	faults := e.link()
-	ca := e.client(zklock.WithSessionTimeout(1500*time.Millisecond), zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
+	ca := e.client(zklock.WithSessionTimeout(1500*time.Millisecond), zklock.WithDialer(faults.Dial))
 	sa, err := zklock.NewSelector(ca, e.root+"/selector", "a")
 	require.NoError(t, err)
 	sb, err := zklock.NewSelector(e.client(), e.root+"/selector", "b")

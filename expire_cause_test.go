@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -28,7 +27,7 @@ func TestIntegration_ExpireSessionReportsSessionLost(t *testing.T) {
 			events := make(chan zklock.Event, 100)
 			c := e.client(zklock.WithErrorPolicy(policy),
 				zklock.WithObserver(func(ev zklock.Event) { events <- ev }),
-				zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+				zklock.WithDialer(link.Dial))
 			states := make(chan zklock.ConnectionState, 100)
 			defer c.Listen(func(s zklock.ConnectionState) { states <- s })()
 			waitStates(t, states, 5*time.Second, zklock.StateConnected)

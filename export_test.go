@@ -88,3 +88,8 @@ func WatchesSettled(c *Client) bool {
 	}
 	return true
 }
+
+// ConnOf returns the engine's view of the Client's session, for tests that
+// need a request on it that the Client's data operations do not make (a
+// watch, a Multi, a Sync), on either transport.
+func ConnOf(c *Client) ZKConn { return c.zc }

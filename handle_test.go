@@ -239,7 +239,7 @@ func TestIntegration_FirstWatchRidesOutABlip(t *testing.T) {
 	c := e.client(
 		zklock.WithErrorPolicy(zklock.SessionPolicy),
 		zklock.WithRetryPolicy(zklock.RetryNTimes{N: 0}),
-		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+		zklock.WithDialer(faults.Dial),
 		zklock.WithConnWrapper(func(real zklock.ZKConn) zklock.ZKConn {
 			g.ZKConn = real
 			return &blipOnce{getWHook: g, cut: faults.Cut}

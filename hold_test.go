@@ -26,7 +26,7 @@ func TestIntegration_MutexHolderSessionExpires(t *testing.T) {
 			hc := e.client(
 				zklock.WithSessionTimeout(1500*time.Millisecond),
 				zklock.WithErrorPolicy(policy),
-				zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+				zklock.WithDialer(faults.Dial),
 			)
 			states := make(chan zklock.ConnectionState, 100)
 			defer hc.Listen(func(s zklock.ConnectionState) { states <- s })()
@@ -88,7 +88,7 @@ func TestIntegration_MutexShortSuspension(t *testing.T) {
 			c := e.client(
 				zklock.WithSessionTimeout(12*time.Second),
 				zklock.WithErrorPolicy(policy),
-				zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+				zklock.WithDialer(faults.Dial),
 			)
 			m := e.mutex(c, "/short")
 			h, err := m.Acquire(context.Background())
@@ -199,7 +199,7 @@ func TestIntegration_HoldLostWhileRewatching(t *testing.T) {
 	g := &getWHook{}
 	hc := e.client(
 		zklock.WithSessionTimeout(2*time.Second),
-		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+		zklock.WithDialer(faults.Dial),
 		zklock.WithConnWrapper(func(real zklock.ZKConn) zklock.ZKConn {
 			g.ZKConn = real
 			return g

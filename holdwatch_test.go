@@ -232,7 +232,7 @@ func TestIntegration_ManyHoldsConnectionEvent(t *testing.T) {
 			link := e.link()
 			rec := newLogRecorder(slog.LevelWarn)
 			c, cc := e.countingClient(zklock.WithErrorPolicy(tc.policy), zklock.WithLogger(slog.New(rec)),
-				zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+				zklock.WithDialer(link.Dial))
 			holds, _ := holdMany(t, e, c, "conn", manyLocks/2)
 			defer releaseAll(holds)
 			sent := requests(cc)
@@ -423,7 +423,7 @@ func TestIntegration_HeldAtOnceUnderSessionPolicyWatchesOwnNode(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	link := e.link()
-	c, cc := e.countingClient(zklock.WithErrorPolicy(zklock.SessionPolicy), zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+	c, cc := e.countingClient(zklock.WithErrorPolicy(zklock.SessionPolicy), zklock.WithDialer(link.Dial))
 	e.create(e.root + "/lock")
 	m := e.mutex(c, "/lock")
 	hd, err := m.Lock(context.Background())

@@ -412,44 +412,20 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 // the create has returned, whether it was sent or not. read's outcome
 // comes on the channel. ok is false once the Client has begun to close.
 //
-// read is sent once the create has been written to the Client's socket
-// (see sockets.written): go-zookeeper queues requests from many
-// goroutines, and a read handed over as the create is could overtake it.
-// On a connection whose writes the Client cannot see (NewClient's), read
-// is handed over right after the create, and overtakes it now and then
-// (its caller then lists again).
+// On zklock's own session, read is handed over once the create is queued
+// (see whenQueued), and so goes on the wire after it. On a go-zookeeper
+// connection, whose queue the Client cannot see, read is handed over right
+// before the create is, and overtakes it now and then (its caller then
+// lists again).
 func readBehind[T any](ctx context.Context, c *Client, read func() T) (cctx context.Context, sent func(), out <-chan T, ok bool) {
-	handed, returned := make(chan struct{}), make(chan struct{})
+	handed := make(chan struct{})
 	var once sync.Once
-	var written <-chan struct{} // set before handed is closed, by sending
-	var forget func()
-	sending := func(p string) {
-		once.Do(func() {
-			written, forget = c.sockets.written(p)
-			close(handed)
-		})
-	}
-	var sentOnce sync.Once
-	sent = func() {
-		sentOnce.Do(func() {
-			once.Do(func() { close(handed) }) // never sent: read goes on its own
-			close(returned)
-			if forget != nil {
-				forget()
-			}
-		})
-	}
+	sending := func(string) { once.Do(func() { close(handed) }) }
+	sent = func() { sending("") } // never sent: read goes on its own
 	res := make(chan T, 1)
 	if !c.goFunc(func() {
 		select {
 		case <-handed:
-			if written != nil {
-				select {
-				case <-written:
-				case <-returned: // written, or never will be
-				case <-ctx.Done():
-				}
-			}
 		case <-ctx.Done():
 		}
 		res <- read()

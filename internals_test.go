@@ -47,7 +47,7 @@ func TestIntegration_WaiterSessionExpiresRequeues(t *testing.T) {
 	wc := e.client(
 		zklock.WithSessionTimeout(1500*time.Millisecond),
 		zklock.WithRetryPolicy(zklock.RetryUntilElapsed{Max: time.Minute, Sleep: 50 * time.Millisecond}),
-		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+		zklock.WithDialer(faults.Dial),
 	)
 	holder := e.mutex(e.client(), "/waiter-expires")
 	waiter := e.mutex(wc, "/waiter-expires")
@@ -492,7 +492,7 @@ func TestIntegration_GrantWithoutListingAfterSessionLoss(t *testing.T) {
 	holder := e.mutex(e.client(), "/sess")
 	h, err := holder.Lock(context.Background())
 	require.NoError(t, err)
-	wc := e.client(zklock.WithSessionTimeout(1500*time.Millisecond), zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
+	wc := e.client(zklock.WithSessionTimeout(1500*time.Millisecond), zklock.WithDialer(faults.Dial))
 	waiter := e.mutex(wc, "/sess")
 	got := acquireAsync(context.Background(), waiter)
 	first := waitParticipants(t, holder, 2)[1]

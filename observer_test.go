@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -483,7 +482,7 @@ func TestIntegration_ObserverTerminalEvents(t *testing.T) {
 		link := e.link()
 		i++
 		c := e.client(zklock.WithObserver(log.observe), zklock.WithErrorPolicy(tc.policy),
-			zklock.WithSessionTimeout(2*time.Second), zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+			zklock.WithSessionTimeout(2*time.Second), zklock.WithDialer(link.Dial))
 		h, err := e.mutex(c, "/lost"+strconv.Itoa(i)).Lock(context.Background())
 		require.NoError(t, err)
 		started, _ := log.outcome(t, e.root+"/lost"+strconv.Itoa(i), 1)

@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"math"
@@ -62,6 +63,8 @@ type options struct {
 	policy         ErrorPolicy           // default StandardPolicy
 	nodeData       []byte                // default the host's first non-loopback IP address
 	zkOpts         []func(*zk.Conn)      // default none
+	dialer         Dialer                // default net.DialTimeout
+	tls            *tls.Config           // default none: plain TCP
 	observer       func(Event)           // default none
 	wrapConn       func(zkConn) zkConn   // test seam around the connection; default none
 	err            error                 // first invalid option
@@ -214,12 +217,14 @@ func WithNodeData(data []byte) Option {
 	}
 }
 
-// WithZKOptions passes options, such as zk.WithDialer, to zk.Connect.
-// The Client's own event callback and logger are applied after them and
-// win: use Listen and WithLogger instead. A dialer given here still dials,
-// under the Client's own connection wrapper: Close closes what it opened,
-// and a reconnect holds requests back until go-zookeeper has set its
-// watches again (see setwatches.go). NewClient ignores them.
+// WithZKOptions passes options to zk.Connect, and so makes Connect open a
+// go-zookeeper connection instead of zklock's own session: the Client then
+// runs on it as one made by NewClient does, with go-zookeeper's limits
+// (see NewClient), and Conn returns it. NewClient ignores them.
+//
+// Deprecated: Connect runs on zklock's own session, which needs none of
+// go-zookeeper's options: use [WithDialer] for zk.WithDialer (zktest's
+// Link.Dial included), [WithTLS] for TLS, [WithLogger] for logging.
 func WithZKOptions(opts ...func(*zk.Conn)) Option {
 	return func(o *options) {
 		for _, f := range opts {
@@ -228,6 +233,37 @@ func WithZKOptions(opts ...func(*zk.Conn)) Option {
 			}
 		}
 		o.zkOpts = append(o.zkOpts, opts...)
+	}
+}
+
+// A Dialer opens a connection to address ("host:port") within timeout, as
+// net.DialTimeout does. It has the shape of go-zookeeper's zk.Dialer, so
+// the fault links of package zktest serve as one (WithDialer(link.Dial)).
+type Dialer func(network, address string, timeout time.Duration) (net.Conn, error)
+
+// WithDialer sets how Connect opens its connections to the servers
+// (default net.DialTimeout): through a proxy, a fault injector such as
+// zktest's Link, or a connection of your own. With [WithTLS], TLS runs
+// over what the dialer returns.
+func WithDialer(d Dialer) Option {
+	return func(o *options) {
+		if d == nil {
+			o.invalid("nil dialer")
+		}
+		o.dialer = d
+	}
+}
+
+// WithTLS makes Connect speak TLS to the servers (ZooKeeper's
+// secureClientPort), with cfg: its RootCAs to trust the servers, its
+// Certificates for client authentication. When cfg names no ServerName,
+// each server's host name is checked. The Client uses a clone of cfg.
+func WithTLS(cfg *tls.Config) Option {
+	return func(o *options) {
+		if cfg == nil {
+			o.invalid("nil TLS config")
+		}
+		o.tls = cfg.Clone()
 	}
 }
 

@@ -132,7 +132,7 @@ func readmeTesting(t *testing.T) {
 	link := zktest.NewLink(t, cluster)
 	c, err := zklock.Connect(cluster.Servers(),
 		zklock.WithSessionTimeout(time.Second),
-		zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+		zklock.WithDialer(link.Dial))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func readmeTLS(caPEM []byte) (*zklock.Client, error) {
 		return d.Dial(network, addr) // ServerName defaults to addr's host
 	}
 	client, err := zklock.Connect([]string{"zk1.example.com:2281"},
-		zklock.WithZKOptions(zk.WithDialer(dial)))
+		zklock.WithDialer(dial))
 	// (not in the README)
 	return client, err
 }

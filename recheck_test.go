@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
 )
@@ -19,7 +18,7 @@ func TestIntegration_UndoneDeleteIsRedone(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	faults := e.link()
-	hc, f := e.faultClient(zklock.WithSessionTimeout(8*time.Second), zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
+	hc, f := e.faultClient(zklock.WithSessionTimeout(8*time.Second), zklock.WithDialer(faults.Dial))
 	holder := e.mutex(hc, "/undone")
 	waiter := e.mutex(e.client(), "/undone")
 	h, err := holder.Acquire(context.Background())

@@ -219,8 +219,8 @@ func tlsMutexExcludes(t *testing.T, e *env, secure []string, pki *zktest.PKI) {
 	t.Helper()
 	conf := &tls.Config{RootCAs: pki.Roots, Certificates: []tls.Certificate{pki.Client}, MinVersion: tls.VersionTLS12}
 	d1, d2 := newTLSDialer(conf), newTLSDialer(conf)
-	c1 := e.clientTo(secure, zklock.WithZKOptions(zk.WithDialer(d1.dial)))
-	c2 := e.clientTo(secure, zklock.WithZKOptions(zk.WithDialer(d2.dial)))
+	c1 := e.clientTo(secure, zklock.WithDialer(d1.dial))
+	c2 := e.clientTo(secure, zklock.WithDialer(d2.dial))
 	for _, d := range []*tlsDialer{d1, d2} {
 		st := d.firstState(t)
 		assert.True(t, st.HandshakeComplete)
@@ -248,7 +248,7 @@ func tlsMutexExcludes(t *testing.T, e *env, secure []string, pki *zktest.PKI) {
 func tlsNoSession(t *testing.T, secure []string, d *tlsDialer) {
 	t.Helper()
 	c, err := zklock.Connect(secure, zklock.WithConnectTimeout(3*time.Second),
-		zklock.WithZKOptions(zk.WithDialer(d.dial), zk.WithLogger(quietLogger{})))
+		zklock.WithDialer(d.dial))
 	if err == nil {
 		c.Close()
 	}

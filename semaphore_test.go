@@ -309,7 +309,7 @@ func TestIntegration_SemaphoreRidesOutBlip(t *testing.T) {
 	require.NoError(t, err)
 
 	faults := e.link()
-	wc := e.client(zklock.WithSessionTimeout(4*time.Second), zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
+	wc := e.client(zklock.WithSessionTimeout(4*time.Second), zklock.WithDialer(faults.Dial))
 	got := leaseAsync(bg, e.semaphore(wc, "/blip", 1))
 	waitChildren(t, e, e.root+"/blip/leases", 2)
 

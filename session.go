@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -461,7 +462,6 @@ func (c *Client) run() {
 	defer stopLost()
 	handle := func(ev zk.Event) {
 		c.holds.event(ev)
-		c.sockets.event(ev)
 		suspended := c.handle(ev)
 		c.holds.sweep()
 		if suspended && lostT == nil {
@@ -529,6 +529,9 @@ func (c *Client) handle(ev zk.Event) (suspended bool) {
 	switch ev.State {
 	case zk.StateHasSession:
 		sid := c.zc.SessionID()
+		if c.own != nil {
+			c.setNegotiated(c.own.Timeout())
+		}
 		var recheckSince time.Time
 		defer func() {
 			if !recheckSince.IsZero() {
@@ -671,23 +674,10 @@ func (l *listener) run() {
 	}
 }
 
-// zkLogger routes go-zookeeper's log lines to the Client's logger. It
-// learns the negotiated session timeout from the line go-zookeeper writes
-// when a session is established (it has no accessor for it), and failed
-// dials from the line it writes for each, for Connect's dialWatch.
-type zkLogger struct{ c *Client }
+// zkLogger routes go-zookeeper's log lines to the Client's logger, at
+// Debug.
+type zkLogger struct{ log *slog.Logger }
 
 func (l zkLogger) Printf(format string, args ...any) {
-	if format == "authenticated: id=%d, timeout=%d" && len(args) == 2 {
-		if ms, ok := args[1].(int32); ok && ms > 0 {
-			l.c.setNegotiated(time.Duration(ms) * time.Millisecond)
-		}
-	}
-	if format == "failed to connect to %s: %v" && len(args) == 2 && l.c.dials != nil {
-		addr, _ := args[0].(string)
-		if err, ok := args[1].(error); ok {
-			l.c.dials.failed(addr, err)
-		}
-	}
-	l.c.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
+	l.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
 }

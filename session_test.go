@@ -23,7 +23,7 @@ func TestIntegration_AuthSurvivesSessionExpiry(t *testing.T) {
 		zklock.WithSessionTimeout(1500*time.Millisecond),
 		zklock.WithAuth("digest", []byte("owner:pw")),
 		zklock.WithACL(func(string) []zk.ACL { return acl }),
-		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+		zklock.WithDialer(faults.Dial),
 	)
 	m := e.mutex(c, "/auth/lock")
 	h, err := m.Acquire(context.Background())
@@ -109,7 +109,7 @@ func TestIntegration_ListenStartsWithCurrentState(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	faults := e.link()
-	c := e.client(zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
+	c := e.client(zklock.WithDialer(faults.Dial))
 	states := make(chan zklock.ConnectionState, 100)
 	stop := c.Listen(func(s zklock.ConnectionState) { states <- s })
 	defer stop()
@@ -138,7 +138,7 @@ func TestIntegration_Ping(t *testing.T) {
 	e := setup(t)
 	faults := e.link()
 	c := e.client(zklock.WithSessionTimeout(1500*time.Millisecond), zklock.WithErrorPolicy(zklock.SessionPolicy),
-		zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
+		zklock.WithDialer(faults.Dial))
 	ping := func(d time.Duration) error {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		defer cancel()

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock"
@@ -27,7 +26,7 @@ func TestIntegration_ReconnectSetsWatchesBeforeAnswers(t *testing.T) {
 	const manyWatches = 5000
 	e := setup(t)
 	link := e.link()
-	c := e.client(zklock.WithErrorPolicy(zklock.SessionPolicy), zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+	c := e.client(zklock.WithErrorPolicy(zklock.SessionPolicy), zklock.WithDialer(link.Dial))
 	states := make(chan zklock.ConnectionState, 64)
 	defer c.Listen(func(s zklock.ConnectionState) { states <- s })()
 

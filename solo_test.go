@@ -189,7 +189,7 @@ func TestIntegration_SoloReconnectLists(t *testing.T) {
 	e := setup(t)
 	faults := e.link()
 	c, cc := e.countingClient(
-		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+		zklock.WithDialer(faults.Dial),
 		zklock.WithErrorPolicy(zklock.SessionPolicy),
 	)
 	states := make(chan zklock.ConnectionState, 100)
@@ -298,7 +298,7 @@ func TestIntegration_SoloSessionExpires(t *testing.T) {
 	faults := e.link()
 	c := e.client(
 		zklock.WithSessionTimeout(1500*time.Millisecond),
-		zklock.WithZKOptions(zk.WithDialer(faults.Dial)),
+		zklock.WithDialer(faults.Dial),
 	)
 	states := make(chan zklock.ConnectionState, 100)
 	defer c.Listen(func(s zklock.ConnectionState) { states <- s })()

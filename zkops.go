@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock/internal/zksession"
 )
 
 // zkConn is the engine's one view of a ZooKeeper session, whichever
@@ -103,7 +105,10 @@ func retryable(err error) bool {
 		errors.As(err, &opErr) || errors.Is(err, io.EOF)
 }
 
-// await runs op and waits for it or for ctx. go-zookeeper calls cannot be
+// await runs op and waits for it or for ctx. On zklock's own session op
+// runs on the caller's goroutine and returns when ctx ends; a request it
+// abandoned had an unknown outcome, which abandoned (if not nil) hears as
+// errAbandoned, in the background. go-zookeeper calls cannot be
 // cancelled, so when ctx can end, op runs on its own goroutine; if ctx ends
 // first, await returns ctx.Err() and hands op's late result to abandoned
 // (if not nil) on that goroutine, so that whatever op created is cleaned up.
@@ -111,6 +116,18 @@ func await[T any](c *Client, ctx context.Context, op func() (T, error), abandone
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, err
+	}
+	if c.zc.Native() {
+		v, err := op()
+		if err != nil && abandoned != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			// The request may still be served; its reply is not read
+			// here: its outcome is unknown.
+			late := func() { abandoned(zero, errAbandoned) }
+			if !c.goFunc(late) {
+				late()
+			}
+		}
+		return v, err
 	}
 	if ctx.Done() == nil {
 		return op()
@@ -143,6 +160,10 @@ func await[T any](c *Client, ctx context.Context, op func() (T, error), abandone
 		return zero, ctx.Err()
 	}
 }
+
+// errAbandoned is the outcome await hands to abandoned when the transport
+// dropped the request's reply: unknown, as after a connection loss.
+var errAbandoned = fmt.Errorf("request abandoned: %w", zk.ErrConnectionClosed)
 
 // retry runs op through await under the retry policy, retrying
 // connection-level failures.
@@ -234,6 +255,20 @@ func (c *Client) aclFor(p string) ([]zk.ACL, error) {
 // (see readBehind).
 type sendingKey struct{}
 
+// whenQueued calls ctx's sending function for a create of p as soon as
+// its request is queued (on zklock's own session), or now, and returns the
+// context to create under.
+func whenQueued(ctx context.Context, c *Client, p string) context.Context {
+	if c.zc.Native() {
+		if f, ok := ctx.Value(sendingKey{}).(func(string)); ok {
+			return zksession.WithQueued(ctx, func() { f(p) })
+		}
+		return ctx
+	}
+	sending(ctx, p)
+	return ctx
+}
+
 // sending calls ctx's sending function, if it has one, for a create of p.
 func sending(ctx context.Context, p string) {
 	if f, ok := ctx.Value(sendingKey{}).(func(string)); ok {
@@ -271,8 +306,7 @@ func (pc *protectedCreate) run(ctx context.Context) (created string, err error) 
 		}
 		name := path.Join(pc.parent, pc.prefix+pc.base)
 		created, err := await(c, ctx, func() (string, error) {
-			sending(ctx, name)
-			return pc.create(ctx, name)
+			return pc.create(whenQueued(ctx, c, name), name)
 		}, pc.abandoned(pc.prefix))
 		switch {
 		case err == nil:

@@ -274,7 +274,7 @@ func TestIntegration_ProtectedCreateCutOnTheWire(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	faults := zktest.NewFaultsT(t, e.servers)
-	c := e.client(zklock.WithZKOptions(zk.WithDialer(faults.Dial)))
+	c := e.client(zklock.WithDialer(faults.Dial))
 	sid := c.Conn().SessionID()
 	ctx := context.Background()
 	// The parents exist, so the first create is the lock node's.
@@ -343,7 +343,7 @@ func TestIntegration_EnsembleProtectedCreateFindsOldSessionsNode(t *testing.T) {
 	ca := e.clientTo(ens.servers, // three addresses: go-zookeeper pauses after it has tried all
 		zklock.WithSessionTimeout(20*time.Second),
 		zklock.WithRetryPolicy(zklock.RetryUntilElapsed{Max: 30 * time.Second, Sleep: 100 * time.Millisecond}),
-		zklock.WithZKOptions(zk.WithDialer(plan.Dial)),
+		zklock.WithDialer(plan.Dial),
 	)
 	oldSession := ca.Conn().SessionID()
 	cut := plan.proxies[ens.f].CutOnRequest(100*time.Millisecond, 1, 15) // create, create2

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/zktest"
 )
@@ -64,7 +62,7 @@ func ExampleOpenLink() {
 	}
 	defer link.Close()
 
-	c, err := zklock.Connect(cluster.Servers(), zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+	c, err := zklock.Connect(cluster.Servers(), zklock.WithDialer(link.Dial))
 	if err != nil {
 		fmt.Println(err)
 		return

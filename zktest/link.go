@@ -19,7 +19,7 @@ import (
 // With zklock:
 //
 //	link := zktest.NewLink(t, cluster)
-//	c, err := zklock.Connect(cluster.Servers(), zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+//	c, err := zklock.Connect(cluster.Servers(), zklock.WithDialer(link.Dial))
 type Link struct {
 	f *izk.Faults // written once
 }

@@ -30,7 +30,7 @@ func TestLinkPauseLosesHold(t *testing.T) {
 	link := zktest.NewLink(t, cluster)
 	c, err := zklock.Connect(cluster.Servers(),
 		zklock.WithSessionTimeout(time.Second),
-		zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+		zklock.WithDialer(link.Dial))
 	require.NoError(t, err)
 	defer c.Close()
 	m, err := zklock.NewMutex(c, root+"/job")
@@ -273,7 +273,7 @@ func lockThroughLink(t *testing.T, name string, opts ...zklock.Option) linked {
 	cluster := zktest.Shared(t)
 	root := cluster.Root(t)
 	link := zktest.NewLink(t, cluster)
-	c, err := zklock.Connect(cluster.Servers(), append(opts, zklock.WithZKOptions(zk.WithDialer(link.Dial)))...)
+	c, err := zklock.Connect(cluster.Servers(), append(opts, zklock.WithDialer(link.Dial))...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	states := make(chan zklock.ConnectionState, 16)

@@ -73,7 +73,7 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 	}
 	defer link.Close() // after alice's session closes
 	alice, err := newSession(servers, zklock.WithSessionTimeout(aliceTimeout),
-		zklock.WithZKOptions(zk.WithDialer(link.Dial)))
+		zklock.WithDialer(link.Dial))
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func (c *contention) openSessions() error {
 			zklock.WithConnectTimeout(time.Minute),
 			zklock.WithErrorPolicy(s.policy),
 			zklock.WithLogger(slog.New(s.log)),
-			zklock.WithZKOptions(zk.WithDialer(f.Dial)))
+			zklock.WithDialer(f.Dial))
 		if err != nil {
 			return fmt.Errorf("session %d: %w", i, err)
 		}

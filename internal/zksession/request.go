@@ -101,8 +101,22 @@ func (s *Session) call(ctx context.Context, r *request) error {
 	}
 	s.queue = append(s.queue, r)
 	s.mu.Unlock()
+	if f, ok := ctx.Value(queuedKey{}).(func()); ok {
+		f()
+	}
 	s.kick()
 	return r.wait(ctx)
+}
+
+type queuedKey struct{}
+
+// WithQueued returns a copy of ctx under which a call, once its request
+// is queued, calls f before it waits: a request another goroutine queues
+// after f has been called goes on the wire after this one, and ZooKeeper
+// serves it after this one. f is not called for a call that fails before
+// its request is queued (a context already done, an ended session).
+func WithQueued(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, queuedKey{}, f)
 }
 
 // kick wakes the writer, without blocking.
