@@ -127,7 +127,7 @@ func (c *Client) nameHolder(ctx context.Context, err error, p, first string) err
 	defer cancel()
 	var stat *zk.Stat
 	data, rerr := await(c, rctx, func() ([]byte, error) {
-		d, s, err := c.zc.Get(ctx, first)
+		d, s, err := c.zc.Get(rctx, first)
 		stat = s
 		return d, err
 	}, nil)
