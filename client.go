@@ -31,10 +31,9 @@ import (
 // session (for a Client made by Connect), every hold, and every wait.
 type Client struct {
 	// Written once before the Client is returned, read-only after.
-	conn     *zk.Conn           // go-zookeeper's connection (NewClient, or Connect with WithZKOptions)
-	own      *zksession.Session // zklock's own session (Connect)
-	watchers *sync.WaitGroup    // own's watch followers (see sessConn.follow)
-	zc       zkConn             // the engine's view of conn or own; a seam for tests
+	conn     *zk.Conn    // go-zookeeper's connection (NewClient, or Connect with WithZKOptions)
+	own      *ownSession // zklock's own session (Connect)
+	zc       zkConn      // the engine's view of conn or own; a seam for tests
 	opts     options
 	log      *slog.Logger
 	ownsConn bool            // Connect made conn, so Close closes it
@@ -435,11 +434,11 @@ func (c *Client) Close() error {
 			c.conn.Close()
 		}
 		if c.own != nil {
-			c.own.Close() // every Watch fires: its follower ends
+			c.own.close() // every Watch fires: its follower ends
 		}
 		c.wg.Wait() // the sweep run's too: every hold that stood has ended
-		if c.watchers != nil {
-			c.watchers.Wait()
+		if c.own != nil {
+			c.own.watchers.Wait()
 		}
 		if n, locks := c.cut.read(); n > 0 {
 			// One record, not one per hold: each loss is logged at Debug.

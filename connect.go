@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
@@ -48,8 +49,9 @@ func connectOwn(addrs []string, o options) (*Client, error) {
 		registered(c, false) // never returned, so never closed
 		return nil, c.connectError(addrs, err)
 	}
-	c.own, c.watchers = s, &sync.WaitGroup{}
-	c.zc = sessConn{s: s, watchers: c.watchers}
+	c.own = &ownSession{c: c, addrs: addrs, cfg: cfg}
+	c.own.session.Store(s)
+	c.zc = sessConn{c.own}
 	if o.wrapConn != nil {
 		c.zc = o.wrapConn(c.zc)
 	}
@@ -113,7 +115,99 @@ func (c *Client) sessionEvent(ev zksession.Event) {
 // a go-zookeeper connection.
 func (c *Client) connEpoch() uint64 {
 	if c.own != nil {
-		return c.own.ConnEpoch()
+		return c.own.connEpoch()
 	}
 	return 0
+}
+
+// ownSession is a Connect Client's session, and the next one: ZooKeeper
+// never revives an expired session, so after an expiry the Client opens a
+// new one, as Curator does (the Client reports Lost, then Reconnected with
+// the new session). Every call goes to the current session.
+type ownSession struct {
+	c       *Client
+	addrs   []string
+	cfg     zksession.Config
+	session atomic.Pointer[zksession.Session]
+	// watchers counts the goroutines that hand a Watch's one event on as a
+	// go-zookeeper event (see sessConn.follow); each ends when its Watch
+	// fires, which every Watch does by the time its session has closed.
+	watchers sync.WaitGroup
+
+	mu       sync.Mutex // protects the fields below
+	closed   bool       // close has begun: no session may be opened
+	renewing bool       // a renewal is under way
+	gen      uint64     // sessions opened before the current one
+}
+
+// cur returns the current session.
+func (o *ownSession) cur() *zksession.Session { return o.session.Load() }
+
+// connEpoch is the current session's ConnEpoch, made unique across
+// sessions.
+func (o *ownSession) connEpoch() uint64 {
+	o.mu.Lock()
+	gen := o.gen
+	o.mu.Unlock()
+	return gen<<40 | o.cur().ConnEpoch()
+}
+
+// expired starts opening a new session, unless one is being opened or
+// the Client is closing. It never blocks.
+func (o *ownSession) expired() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed || o.renewing {
+		return
+	}
+	o.renewing = true
+	if !o.c.goFunc(o.renew) {
+		o.renewing = false
+	}
+}
+
+// renew closes the expired session and opens another, trying the servers
+// until one grants it or the Client closes.
+func (o *ownSession) renew() {
+	old := o.cur()
+	old.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-o.c.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		s, err := zksession.Dial(ctx, o.addrs, o.cfg)
+		if err == nil {
+			o.mu.Lock()
+			closed := o.closed
+			if !closed {
+				o.session.Store(s)
+				o.gen++
+			}
+			o.renewing = false
+			o.mu.Unlock()
+			if closed {
+				s.Close()
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		o.c.log.Warn("zklock: no new session yet; trying again", "err", err)
+	}
+}
+
+// close closes the current session; no other is opened after it.
+func (o *ownSession) close() {
+	o.mu.Lock()
+	o.closed = true
+	s := o.cur()
+	o.mu.Unlock()
+	s.Close()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/go-zookeeper/zk"
 
@@ -16,20 +15,14 @@ import (
 // when its context ends. It speaks go-zookeeper's types, the engine's
 // vocabulary (and that of Hold.Multi's requests): Stats, ACLs, flags,
 // events and errors are translated here, and nowhere else.
-type sessConn struct {
-	s *zksession.Session
-	// watchers counts the goroutines that hand a Watch's one event on as a
-	// go-zookeeper event; each ends when its Watch fires, which every Watch
-	// does by the time the session has closed.
-	watchers *sync.WaitGroup
-}
+type sessConn struct{ o *ownSession }
 
 func (a sessConn) Create(ctx context.Context, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	mode, err := modeOf(p, flags)
 	if err != nil {
 		return "", err
 	}
-	name, err := a.s.Create(ctx, p, data, aclsOf(acl), mode)
+	name, err := a.o.cur().Create(ctx, p, data, aclsOf(acl), mode)
 	return name, errOf(ctx, err)
 }
 
@@ -39,12 +32,12 @@ func (a sessConn) CreateContainer(ctx context.Context, p string, data []byte, fl
 	}
 	var resp zkwire.Create2Response
 	req := zkwire.CreateRequest{Path: p, Data: data, ACL: aclsOf(acl), Flags: zkwire.ModeContainer}
-	err := a.s.Do(ctx, zkwire.OpCreateContainer, p, req, &resp)
+	err := a.o.cur().Do(ctx, zkwire.OpCreateContainer, p, req, &resp)
 	return resp.Path, errOf(ctx, err)
 }
 
 func (a sessConn) Children(ctx context.Context, p string) ([]string, *zk.Stat, error) {
-	children, st, err := a.s.GetChildren2(ctx, p)
+	children, st, err := a.o.cur().GetChildren2(ctx, p)
 	if err != nil {
 		return nil, nil, errOf(ctx, err)
 	}
@@ -52,7 +45,7 @@ func (a sessConn) Children(ctx context.Context, p string) ([]string, *zk.Stat, e
 }
 
 func (a sessConn) ChildrenW(ctx context.Context, p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	children, st, w, err := a.s.GetChildren2W(ctx, p)
+	children, st, w, err := a.o.cur().GetChildren2W(ctx, p)
 	if err != nil {
 		return nil, nil, a.follow(w), errOf(ctx, err)
 	}
@@ -60,7 +53,7 @@ func (a sessConn) ChildrenW(ctx context.Context, p string) ([]string, *zk.Stat, 
 }
 
 func (a sessConn) Get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
-	data, st, err := a.s.GetData(ctx, p)
+	data, st, err := a.o.cur().GetData(ctx, p)
 	if err != nil {
 		return nil, nil, errOf(ctx, err)
 	}
@@ -68,7 +61,7 @@ func (a sessConn) Get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
 }
 
 func (a sessConn) GetW(ctx context.Context, p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	data, st, w, err := a.s.GetDataW(ctx, p)
+	data, st, w, err := a.o.cur().GetDataW(ctx, p)
 	if err != nil {
 		return nil, nil, a.follow(w), errOf(ctx, err)
 	}
@@ -76,7 +69,7 @@ func (a sessConn) GetW(ctx context.Context, p string) ([]byte, *zk.Stat, <-chan 
 }
 
 func (a sessConn) Exists(ctx context.Context, p string) (bool, *zk.Stat, error) {
-	st, err := a.s.Exists(ctx, p)
+	st, err := a.o.cur().Exists(ctx, p)
 	switch {
 	case errors.Is(err, zksession.ErrNoNode):
 		return false, nil, nil
@@ -87,7 +80,7 @@ func (a sessConn) Exists(ctx context.Context, p string) (bool, *zk.Stat, error) 
 }
 
 func (a sessConn) ExistsW(ctx context.Context, p string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	st, w, err := a.s.ExistsW(ctx, p)
+	st, w, err := a.o.cur().ExistsW(ctx, p)
 	switch {
 	case errors.Is(err, zksession.ErrNoNode):
 		return false, nil, a.follow(w), nil
@@ -98,7 +91,7 @@ func (a sessConn) ExistsW(ctx context.Context, p string) (bool, *zk.Stat, <-chan
 }
 
 func (a sessConn) Set(ctx context.Context, p string, data []byte, version int32) (*zk.Stat, error) {
-	st, err := a.s.SetData(ctx, p, data, version)
+	st, err := a.o.cur().SetData(ctx, p, data, version)
 	if err != nil {
 		return nil, errOf(ctx, err)
 	}
@@ -106,17 +99,17 @@ func (a sessConn) Set(ctx context.Context, p string, data []byte, version int32)
 }
 
 func (a sessConn) Delete(ctx context.Context, p string, version int32) error {
-	return errOf(ctx, a.s.Delete(ctx, p, version))
+	return errOf(ctx, a.o.cur().Delete(ctx, p, version))
 }
 
 func (a sessConn) Sync(ctx context.Context, p string) (string, error) {
-	if err := a.s.Sync(ctx, p); err != nil {
+	if err := a.o.cur().Sync(ctx, p); err != nil {
 		return "", errOf(ctx, err)
 	}
 	return p, nil
 }
 
-func (a sessConn) SessionID() int64 { return a.s.SessionID() }
+func (a sessConn) SessionID() int64 { return a.o.cur().SessionID() }
 
 func (a sessConn) Native() bool { return true }
 
@@ -131,7 +124,7 @@ func (a sessConn) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, er
 			return nil, err
 		}
 	}
-	res, err := a.s.Multi(ctx, wops...)
+	res, err := a.o.cur().Multi(ctx, wops...)
 	if len(res) == 0 {
 		return nil, errOf(ctx, err)
 	}
@@ -262,9 +255,9 @@ func (a sessConn) follow(w *zksession.Watch) <-chan zk.Event {
 		return nil
 	}
 	out := make(chan zk.Event, 1)
-	a.watchers.Add(1)
+	a.o.watchers.Add(1)
 	go func() {
-		defer a.watchers.Done()
+		defer a.o.watchers.Done()
 		out <- eventOf(<-w.C)
 		close(out)
 	}()

@@ -530,7 +530,7 @@ func (c *Client) handle(ev zk.Event) (suspended bool) {
 	case zk.StateHasSession:
 		sid := c.zc.SessionID()
 		if c.own != nil {
-			c.setNegotiated(c.own.Timeout())
+			c.setNegotiated(c.own.cur().Timeout())
 		}
 		var recheckSince time.Time
 		defer func() {
@@ -571,6 +571,9 @@ func (c *Client) handle(ev zk.Event) (suspended bool) {
 		})
 	case zk.StateExpired:
 		c.transition(func() bool { return c.lose() })
+		if c.own != nil {
+			c.own.expired()
+		}
 	case zk.StateAuthFailed:
 		c.log.Error("zklock: authentication failed")
 	}
