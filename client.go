@@ -2,6 +2,8 @@ package zklock
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -606,14 +608,30 @@ func (w *dialWatch) failed(addr string, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.last[addr] = err
-	var dnsErr *net.DNSError
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dnsErr) || errors.Is(err, zksession.ErrNotZooKeeper) {
+	if refusedForGood(err) {
 		w.refused[addr] = err
 	}
+	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) && !w.warned[addr] {
 		w.warned[addr] = true
 		w.log.Warn("zklock: server name does not resolve; skipped", "addr", addr, "err", err)
 	}
+}
+
+// refusedForGood reports whether err, an attempt's, will not pass if the
+// same server is tried again soon: a refused connection, a name that does
+// not resolve, a reply that is not ZooKeeper's, or a TLS handshake that
+// failed on a certificate or with the server's alert.
+func refusedForGood(err error) bool {
+	var (
+		dnsErr   *net.DNSError
+		alert    tls.AlertError
+		unknown  x509.UnknownAuthorityError
+		invalid  x509.CertificateInvalidError
+		hostname x509.HostnameError
+	)
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dnsErr) || errors.Is(err, zksession.ErrNotZooKeeper) ||
+		errors.As(err, &alert) || errors.As(err, &unknown) || errors.As(err, &invalid) || errors.As(err, &hostname)
 }
 
 // allRefused returns an error naming every address and why, when each

@@ -294,3 +294,44 @@ func (d *tlsDialer) firstErr(t *testing.T) error {
 	t.Helper()
 	return await(t, d.fail, 10*time.Second)
 }
+
+// WithTLS: Connect speaks TLS itself, with the given roots and client
+// certificate; a server whose certificate the roots do not trust is
+// refused at once (not at the connect timeout), naming the address and
+// wrapping the x509 error.
+func TestIntegration_SecurityWithTLS(t *testing.T) {
+	t.Parallel()
+	pki, err := zktest.NewPKI("zklock test CA")
+	require.NoError(t, err)
+	cluster := zktest.StartT(t, zktest.Config{TLS: pki.TLSConfig("need")})
+	sc, ok := cluster.(zktest.SecureCluster)
+	require.True(t, ok, "a %s cluster started with TLS is not a SecureCluster", cluster.Backend())
+	secure := sc.SecureServers()
+	e := setupOn(t, cluster.Servers())
+
+	conf := &tls.Config{RootCAs: pki.Roots, Certificates: []tls.Certificate{pki.Client}, MinVersion: tls.VersionTLS12}
+	c1 := e.clientTo(secure, zklock.WithTLS(conf))
+	c2 := e.clientTo(secure, zklock.WithTLS(conf))
+	bg := context.Background()
+	m1, m2 := e.mutex(c1, "/tls"), e.mutex(c2, "/tls")
+	h, err := m1.Acquire(bg)
+	require.NoError(t, err)
+	_, err = m2.TryAcquire(bg)
+	require.ErrorIs(t, err, zklock.ErrLocked)
+	require.NoError(t, m1.Release(h))
+
+	other, err := zktest.NewPKI("other CA")
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = zklock.Connect(secure, zklock.WithConnectTimeout(20*time.Second), zklock.WithTLS(&tls.Config{
+		RootCAs: other.Roots, Certificates: []tls.Certificate{pki.Client}, MinVersion: tls.VersionTLS12,
+	}))
+	require.ErrorIs(t, err, zk.ErrNoServer)
+	var unknown x509.UnknownAuthorityError
+	require.ErrorAs(t, err, &unknown)
+	assert.Contains(t, err.Error(), secure[0])
+	assert.Less(t, time.Since(start), 10*time.Second, "well before the connect timeout")
+
+	_, err = zklock.Connect(secure, zklock.WithTLS(conf), zklock.WithZKOptions(zk.WithLogger(quietLogger{})))
+	require.ErrorIs(t, err, zklock.ErrInvalidArgument, "WithTLS cannot apply to a go-zookeeper connection")
+}
