@@ -70,6 +70,11 @@
 // removes one, and tells the server (removeWatches) when it was the last
 // of its path and type.
 //
+// AddWatch sets a persistent (or persistent recursive) watch, which
+// Config.OnEvent alone hears; a reconnection sets it again with the
+// one-shot ones in SetWatches2 (SetWatches while there is none, for
+// servers before 3.6).
+//
 // # States
 //
 // Config.OnState hears the session's states (Connected, Disconnected,
