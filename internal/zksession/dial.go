@@ -83,7 +83,7 @@ func (s *Session) open(addr string, deadline time.Time) (net.Conn, error) {
 	}
 	if !s.track(nc) {
 		nc.Close()
-		return nil, ErrClosed
+		return nil, fmt.Errorf("%s: %w", addr, ErrClosed)
 	}
 	nc.SetDeadline(deadline)
 	if s.cfg.TLS == nil {
