@@ -63,8 +63,9 @@ func (s *Session) prime() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, sw := range s.watches.setWatches(s.lastZxid) {
-		r, err := newRequest(zkwire.OpSetWatches, "", zkwire.XidSetWatches, sw, nil, 0)
+	bodies, op := s.watches.setWatches(s.lastZxid)
+	for _, sw := range bodies {
+		r, err := newRequest(op, "", zkwire.XidSetWatches, sw, nil, 0)
 		if err == nil {
 			first = append(first, r)
 		}
@@ -182,6 +183,12 @@ func (s *Session) reply(h zkwire.ReplyHeader, d *zkwire.Decoder) error {
 		s.lastZxid = h.Zxid
 	}
 	s.mu.Unlock()
+	if r.op == zkwire.OpAddWatch && h.Err == zkwire.CodeOK {
+		// Recorded here, before anything more is read, and whether or
+		// not its caller still waits: the table must match the server's
+		// watches when the next connection sets them again.
+		s.watches.addPersistent(r.path, r.mode)
+	}
 	if !r.state.CompareAndSwap(reqWaiting, reqClaimed) {
 		s.watches.settle(r, h.Err, false)
 		return nil

@@ -61,6 +61,15 @@ func (s *Session) handshake(addr string, deadline time.Time) (*conn, error) {
 	return c, nil
 }
 
+// dialer returns the default Dialer: net.DialTimeout's, with resolver
+// (nil: net.DefaultResolver), which resolves the name at every dial.
+func dialer(resolver *net.Resolver) Dialer {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		d := net.Dialer{Timeout: timeout, Resolver: resolver}
+		return d.Dial(network, address)
+	}
+}
+
 // open dials addr and, with Config.TLS, runs the TLS handshake, by
 // deadline, which it leaves set on the connection.
 func (s *Session) open(addr string, deadline time.Time) (net.Conn, error) {
@@ -74,7 +83,7 @@ func (s *Session) open(addr string, deadline time.Time) (net.Conn, error) {
 	}
 	if !s.track(nc) {
 		nc.Close()
-		return nil, ErrClosed
+		return nil, fmt.Errorf("%s: %w", addr, ErrClosed)
 	}
 	nc.SetDeadline(deadline)
 	if s.cfg.TLS == nil {

@@ -161,15 +161,30 @@ type dials struct {
 	mu  sync.Mutex
 	log []string
 	err map[string][]error
+	ch  chan struct{} // receives after each attempt, if it has room
 }
 
-func newDials() *dials { return &dials{err: map[string][]error{}} }
+func newDials() *dials { return &dials{err: map[string][]error{}, ch: make(chan struct{}, 1)} }
 
 func (d *dials) onDial(addr string, err error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.err[addr] = append(d.err[addr], err)
 	d.log = append(d.log, fmt.Sprintf("dial %s: %v", addr, err))
+	d.mu.Unlock()
+	select {
+	case d.ch <- struct{}{}:
+	default:
+	}
+}
+
+// last returns the last error OnDial heard for addr.
+func (d *dials) last(addr string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.err[addr]) == 0 {
+		return errors.New("no attempt")
+	}
+	return d.err[addr][len(d.err[addr])-1]
 }
 
 func (d *dials) onEvent(ev zksession.Event) {

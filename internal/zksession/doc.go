@@ -38,7 +38,10 @@
 // of the negotiated session timeout T, an xid out of order, a reply that
 // does not decode), every request queued or in flight fails exactly once
 // with an error matching [ErrConnectionLoss], and the session reconnects
-// to the next server, within the session: a ConnectRequest with the
+// to the next server (each server in turn, at once after the one before;
+// after a round over them all without success, a pause of half of a limit
+// doubling from 100 ms to 1 s, plus up to as much again at random, never
+// past the expiry; Dial pauses alike), within the session: a ConnectRequest with the
 // session's id, password and last zxid, and nothing else written before
 // its ConnectResponse is read. Then, in this order on the wire: the auth
 // packets again, SetWatches in batches of at most 128 KiB of paths with
@@ -66,6 +69,11 @@
 // state StateExpired, StateAuthFailed or StateClosed. Session.RemoveWatch
 // removes one, and tells the server (removeWatches) when it was the last
 // of its path and type.
+//
+// AddWatch sets a persistent (or persistent recursive) watch, which
+// Config.OnEvent alone hears; a reconnection sets it again with the
+// one-shot ones in SetWatches2 (SetWatches while there is none, for
+// servers before 3.6).
 //
 // # States
 //

@@ -1,5 +1,10 @@
 package zksession
 
+import (
+	"net"
+	"time"
+)
+
 // InFlight returns how many requests are written and await their
 // replies, for tests that must cut a connection under them.
 func (s *Session) InFlight() int {
@@ -15,3 +20,16 @@ func (s *Session) Queued() int {
 	defer s.mu.Unlock()
 	return len(s.queue)
 }
+
+// WithResolver returns cfg with r as the default Dialer's resolver, for
+// tests that must change what a name resolves to.
+func WithResolver(cfg Config, r *net.Resolver) Config {
+	cfg.resolver = r
+	return cfg
+}
+
+// Pause is the pause after n > 0 rounds without success.
+func Pause(n int) time.Duration { return pause(n) }
+
+// PauseLimit is the longest pause after n > 0 rounds without success.
+func PauseLimit(n int) time.Duration { return pauseLimit(n) }

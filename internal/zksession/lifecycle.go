@@ -54,16 +54,16 @@ func (s *Session) lose(cause error) {
 	s.announce(StateDisconnected)
 }
 
-// reconnect tries the servers in turn, the first at once and then after
-// a jittered pause, until one takes the session back, the session
-// expires (a server says so, or none has been heard for 4T/3), or it is
-// closed.
+// reconnect tries the servers in turn, each at once after the one before
+// and with a jittered pause after each round over them all (cut short by
+// the expiry), until one takes the session back, the session expires (a
+// server says so, or none has been heard for 4T/3), or it is closed.
 func (s *Session) reconnect() (*conn, error) {
 	for i := 0; ; i++ {
-		if i > 0 && !sleep(s.quit, backoff(i)) {
+		expiry := s.epoch.Add(time.Duration(s.recv.Load()) + 4*s.Timeout()/3)
+		if i > 0 && i%len(s.servers) == 0 && !sleep(s.quit, min(pause(i/len(s.servers)), time.Until(expiry))) {
 			return nil, ErrClosed
 		}
-		expiry := s.epoch.Add(time.Duration(s.recv.Load()) + 4*s.Timeout()/3)
 		if !time.Now().Before(expiry) {
 			return nil, fmt.Errorf("no server heard for 4/3 of the session timeout: %w", ErrSessionExpired)
 		}

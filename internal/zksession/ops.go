@@ -2,6 +2,8 @@ package zksession
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/zklock/zklock/internal/zkwire"
 )
@@ -170,9 +172,83 @@ func (s *Session) RemoveWatch(ctx context.Context, w *Watch) error {
 	if !found || !last {
 		return nil
 	}
-	err := s.Do(ctx, zkwire.OpRemoveWatches, w.path, zkwire.RemoveWatchesRequest{Path: w.path, Type: t}, nil)
+	return s.removeWatches(ctx, w.path, t)
+}
+
+// removeWatches removes the session's server watches of type t on path;
+// a server that has none is not an error.
+func (s *Session) removeWatches(ctx context.Context, path string, t zkwire.WatcherType) error {
+	err := s.Do(ctx, zkwire.OpRemoveWatches, path, zkwire.RemoveWatchesRequest{Path: path, Type: t}, nil)
 	if CodeOf(err) == zkwire.CodeNoWatcher {
 		return nil
 	}
 	return err
+}
+
+// errNoOnEvent refuses a persistent watch that nobody would hear.
+var errNoOnEvent = errors.New("zksession: a persistent watch needs Config.OnEvent, which alone hears its events")
+
+// AddWatch sets a persistent watch on path (ZooKeeper 3.6 and later),
+// which fires again and again until removed. With mode
+// zkwire.AddWatchPersistent it fires when path is created, changed or
+// deleted and when its children change; with AddWatchPersistentRecursive,
+// when path or any node below it is created, changed or deleted. Its
+// events reach Config.OnEvent only (no Watch carries them): without
+// OnEvent, or with another mode, AddWatch returns an *Error and sends
+// nothing. The watch outlives connection losses (SetWatches2 sets it
+// again), but a change made while the session was disconnected is not
+// reported: read again after OnEvent hears StateSyncConnected (a
+// request sent then is answered after the watches are set again). The
+// session records the watch when the server's answer says it is set,
+// even if ctx ended first (then RemovePersistentWatch removes it).
+//
+// Servers before 3.9 keep one watch per session and path, whatever its
+// mode (ZOOKEEPER-4466): a one-shot watch set on a path (GetDataW,
+// ExistsW, GetChildren2W) turns its persistent watch there into a
+// one-shot one. Do not mix the two on one path.
+func (s *Session) AddWatch(ctx context.Context, path string, mode zkwire.AddWatchMode) error {
+	switch {
+	case mode != zkwire.AddWatchPersistent && mode != zkwire.AddWatchPersistentRecursive:
+		return &Error{Op: zkwire.OpAddWatch, Path: path, Err: fmt.Errorf("zksession: unknown AddWatchMode %d", mode)}
+	case s.cfg.OnEvent == nil:
+		return &Error{Op: zkwire.OpAddWatch, Path: path, Err: errNoOnEvent}
+	}
+	r, err := newRequest(zkwire.OpAddWatch, path, 0, zkwire.AddWatchRequest{Path: path, Mode: mode}, &zkwire.ErrorResponse{}, s.cfg.MaxFrame)
+	if err != nil {
+		return err
+	}
+	r.mode = mode
+	return s.call(ctx, r)
+}
+
+// errMixedWatches refuses to remove a persistent watch from a server
+// before 3.9, which would remove the one-shot watches on its path too.
+var errMixedWatches = errors.New("zksession: this server (before 3.9) cannot remove a persistent watch without the one-shot watches on its path; it ends with the connection")
+
+// RemovePersistentWatch removes the persistent watch of mode on path:
+// the session forgets it at once (no reconnection sets it again), then
+// asks the server to remove it (removeWatches); a server that no longer
+// has it is not an error. A server before 3.9 knows no removal of one
+// watch mode alone: there, a session has at most one watch per path,
+// whatever its mode, and RemovePersistentWatch removes it, unless the
+// session also holds a one-shot watch on path: it then returns an
+// *Error, and the server's watch lasts until the connection ends. If
+// the request fails, the server may likewise keep sending its events
+// until the connection ends.
+func (s *Session) RemovePersistentWatch(ctx context.Context, path string, mode zkwire.AddWatchMode) error {
+	if !s.watches.removePersistent(path, mode) {
+		return nil
+	}
+	t, before39 := zkwire.WatcherPersistent, zkwire.WatcherAny // a persistent watch is both a data and a child watch
+	if mode == zkwire.AddWatchPersistentRecursive {
+		t, before39 = zkwire.WatcherPersistentRecursive, zkwire.WatcherData
+	}
+	err := s.removeWatches(ctx, path, t)
+	if CodeOf(err) != zkwire.CodeMarshallingError { // how a server before 3.9 refuses type t
+		return err
+	}
+	if s.watches.oneShot(path) {
+		return &Error{Op: zkwire.OpRemoveWatches, Path: path, Err: errMixedWatches}
+	}
+	return s.removeWatches(ctx, path, before39)
 }

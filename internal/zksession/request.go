@@ -26,7 +26,8 @@ type request struct {
 	xid   int32            // a special xid set at creation, or the one assigned at write
 	resp  zkwire.Decodable // the reply's body, decoded by the reader; nil for none
 	wtype zkwire.WatcherType
-	watch *Watch // registered on the reply if the server set it (wtype != 0)
+	watch *Watch              // registered on the reply if the server set it (wtype != 0)
+	mode  zkwire.AddWatchMode // for OpAddWatch, recorded on an OK reply
 	// registered is set, by the reader before done closes, when watch was.
 	registered bool
 	state      atomic.Int32

@@ -28,8 +28,11 @@ type Auth struct {
 // Config configures a Session. The zero value asks for a 10 s session.
 type Config struct {
 	SessionTimeout time.Duration // requested; the server clamps it (default 10s)
-	Dialer         Dialer        // default net.DialTimeout
-	Auth           []Auth        // credentials, sent again at every reconnect
+	// Dialer dials a server's address as given ("host:port"), at every
+	// connection attempt: the default, as net.DialTimeout does, resolves
+	// a name afresh each time (Go keeps no DNS cache).
+	Dialer Dialer
+	Auth   []Auth // credentials, sent again at every reconnect
 	// TLS, if set, makes every connection a TLS client connection (the
 	// server's secure client port), its handshake bounded as ZooKeeper's
 	// is. It is copied at Dial; each connection's copy has ServerName set
@@ -70,6 +73,8 @@ type Config struct {
 	// StateSyncConnected): it must not block nor call Close.
 	OnDial   func(addr string, err error)
 	MaxFrame int // the largest frame payload sent or read (default zkwire.MaxBuffer)
+
+	resolver *net.Resolver // the default Dialer's (nil: net.DefaultResolver), set by tests
 }
 
 // A Session is one ZooKeeper session, over one connection at a time. Its
@@ -137,7 +142,7 @@ func newSession(servers []string, cfg Config) *Session {
 		cfg.SessionTimeout = 10 * time.Second
 	}
 	if cfg.Dialer == nil {
-		cfg.Dialer = net.DialTimeout
+		cfg.Dialer = dialer(cfg.resolver)
 	}
 	cfg.TLS = cfg.TLS.Clone() // nil stays nil
 	s := &Session{cfg: cfg, servers: append([]string(nil), servers...), epoch: time.Now()}
@@ -151,12 +156,12 @@ func newSession(servers []string, cfg Config) *Session {
 }
 
 // dialFirst tries the servers in turn until one grants a session or ctx
-// ends, pausing between rounds.
+// ends, pausing after each round over them all.
 func (s *Session) dialFirst(ctx context.Context) (*conn, error) {
 	perServer := s.cfg.SessionTimeout / time.Duration(len(s.servers))
 	last := make(map[string]error, len(s.servers))
 	for i := 0; ; i++ {
-		if i > 0 && i%len(s.servers) == 0 && !sleep(ctx.Done(), backoff(i/len(s.servers))) {
+		if i > 0 && i%len(s.servers) == 0 && !sleep(ctx.Done(), pause(i/len(s.servers))) {
 			break
 		}
 		deadline, ctxBound := time.Now().Add(perServer), false
@@ -217,11 +222,19 @@ func (s *Session) nextServer() string {
 	return addr
 }
 
-// backoff returns a random pause before attempt n > 0 of a round of
-// reconnections: up to 50 ms doubling, at most a second.
-func backoff(n int) time.Duration {
-	limit := min(50*time.Millisecond<<min(n, 5), time.Second)
-	return rand.N(limit)
+// pause returns the pause after n > 0 rounds over every server without
+// success, as the Java client pauses when its list comes round again: at
+// least half of pauseLimit(n), the rest at random, so that clients that
+// lost their servers together do not all come back at once.
+func pause(n int) time.Duration {
+	limit := pauseLimit(n)
+	return limit/2 + rand.N(limit/2)
+}
+
+// pauseLimit is the longest pause after n > 0 rounds over every server
+// without success: 100 ms doubling, at most a second.
+func pauseLimit(n int) time.Duration {
+	return min(100*time.Millisecond<<min(n-1, 4), time.Second)
 }
 
 // sleep waits for d, or until done is closed (then it returns false).

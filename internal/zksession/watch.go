@@ -76,6 +76,10 @@ func (p *pathWatches) empty() bool {
 type watchSet struct {
 	mu sync.Mutex
 	m  map[string]*pathWatches
+	// persistent are the persistent watches the server set (AddWatch),
+	// by path: bit 1<<mode for each AddWatchMode. Written by the reader
+	// (on the reply) and by RemovePersistentWatch.
+	persistent map[string]uint8
 }
 
 func (s *watchSet) entry(path string) *pathWatches {
@@ -243,23 +247,62 @@ func (s *watchSet) end(state zkwire.KeeperState) {
 	s.m = nil
 }
 
+// addPersistent records that the server set a persistent watch of mode
+// on path.
+func (s *watchSet) addPersistent(path string, mode zkwire.AddWatchMode) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.persistent == nil {
+		s.persistent = make(map[string]uint8)
+	}
+	s.persistent[path] |= 1 << mode
+}
+
+// removePersistent forgets the persistent watch of mode on path, and
+// reports whether it was there.
+func (s *watchSet) removePersistent(path string, mode zkwire.AddWatchMode) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	bits := s.persistent[path]
+	if bits&(1<<mode) == 0 {
+		return false
+	}
+	if bits &^= 1 << mode; bits == 0 {
+		delete(s.persistent, path)
+	} else {
+		s.persistent[path] = bits
+	}
+	return true
+}
+
+// oneShot reports whether the session holds a one-shot watch on path,
+// or has a request in flight that may set one.
+func (s *watchSet) oneShot(path string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.m[path]
+	return p != nil && !p.empty()
+}
+
 // setWatchesMax bounds the paths of one SetWatches, as the Java client's
 // SET_WATCHES_MAX_LENGTH does (ZOOKEEPER-706).
 const setWatchesMax = 128 * 1024
 
-// setWatches returns the SetWatches requests that set the watches again
-// on a new connection, in batches of at most setWatchesMax bytes of
-// paths, each with relativeZxid zxid.
-func (s *watchSet) setWatches(zxid int64) []zkwire.SetWatches {
+// setWatches returns the requests' bodies that set the watches again on
+// a new connection, in batches of at most setWatchesMax bytes of paths,
+// each with relativeZxid zxid: SetWatches, or SetWatches2 when there are
+// persistent watches (as the Java client does, so that a session without
+// them still works with a server before 3.6).
+func (s *watchSet) setWatches(zxid int64) (bodies []zkwire.Encodable, op zkwire.OpCode) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []zkwire.SetWatches
-	cur, size := zkwire.SetWatches{RelativeZxid: zxid}, 0
+	var out []zkwire.SetWatches2
+	cur, size := zkwire.SetWatches2{RelativeZxid: zxid}, 0
 	add := func(l *[]string, path string) {
 		if size > 0 && size+len(path) > setWatchesMax {
 			out = append(out, cur)
 			// l points into cur, a variable: it now names the new batch's list.
-			cur, size = zkwire.SetWatches{RelativeZxid: zxid}, 0
+			cur, size = zkwire.SetWatches2{RelativeZxid: zxid}, 0
 		}
 		*l = append(*l, path)
 		size += len(path) + 4
@@ -275,8 +318,33 @@ func (s *watchSet) setWatches(zxid int64) []zkwire.SetWatches {
 			add(&cur.ChildWatches, path)
 		}
 	}
+	for path, bits := range s.persistent {
+		if bits&(1<<zkwire.AddWatchPersistent) != 0 {
+			add(&cur.PersistentWatches, path)
+		}
+		if bits&(1<<zkwire.AddWatchPersistentRecursive) != 0 {
+			add(&cur.PersistentRecursiveWatches, path)
+		}
+	}
 	if size > 0 {
 		out = append(out, cur)
 	}
-	return out
+	return asSetWatches(out, len(s.persistent) > 0)
+}
+
+// asSetWatches returns batches as request bodies: SetWatches2 if v2,
+// else SetWatches (their persistent lists are then empty).
+func asSetWatches(batches []zkwire.SetWatches2, v2 bool) ([]zkwire.Encodable, zkwire.OpCode) {
+	bodies := make([]zkwire.Encodable, len(batches))
+	for i, b := range batches {
+		if v2 {
+			bodies[i] = b
+		} else {
+			bodies[i] = zkwire.SetWatches{RelativeZxid: b.RelativeZxid, DataWatches: b.DataWatches, ExistWatches: b.ExistWatches, ChildWatches: b.ChildWatches}
+		}
+	}
+	if v2 {
+		return bodies, zkwire.OpSetWatches2
+	}
+	return bodies, zkwire.OpSetWatches
 }
