@@ -436,12 +436,9 @@ func (c *Client) Close() error {
 			c.conn.Close()
 		}
 		if c.own != nil {
-			c.own.close() // every Watch fires: its follower ends
+			c.own.close()
 		}
 		c.wg.Wait() // the sweep run's too: every hold that stood has ended
-		if c.own != nil {
-			c.own.watchers.Wait()
-		}
 		if n, locks := c.cut.read(); n > 0 {
 			// One record, not one per hold: each loss is logged at Debug.
 			c.log.Warn("zklock: closed with holds standing; they were lost", "holds", n, "locks", locks)

@@ -129,10 +129,6 @@ type ownSession struct {
 	addrs   []string
 	cfg     zksession.Config
 	session atomic.Pointer[zksession.Session]
-	// watchers counts the goroutines that hand a Watch's one event on as a
-	// go-zookeeper event (see sessConn.follow); each ends when its Watch
-	// fires, which every Watch does by the time its session has closed.
-	watchers sync.WaitGroup
 
 	mu       sync.Mutex // protects the fields below
 	closed   bool       // close has begun: no session may be opened

@@ -45,11 +45,12 @@ func (a sessConn) Children(ctx context.Context, p string) ([]string, *zk.Stat, e
 }
 
 func (a sessConn) ChildrenW(ctx context.Context, p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	children, st, w, err := a.o.cur().GetChildren2W(ctx, p)
+	wctx, ch := follow(ctx)
+	children, st, w, err := a.o.cur().GetChildren2W(wctx, p)
 	if err != nil {
-		return nil, nil, a.follow(w), errOf(ctx, err)
+		return nil, nil, watchOf(w, ch), errOf(ctx, err)
 	}
-	return children, statOf(st), a.follow(w), nil
+	return children, statOf(st), watchOf(w, ch), nil
 }
 
 func (a sessConn) Get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
@@ -61,11 +62,12 @@ func (a sessConn) Get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
 }
 
 func (a sessConn) GetW(ctx context.Context, p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	data, st, w, err := a.o.cur().GetDataW(ctx, p)
+	wctx, ch := follow(ctx)
+	data, st, w, err := a.o.cur().GetDataW(wctx, p)
 	if err != nil {
-		return nil, nil, a.follow(w), errOf(ctx, err)
+		return nil, nil, watchOf(w, ch), errOf(ctx, err)
 	}
-	return data, statOf(st), a.follow(w), nil
+	return data, statOf(st), watchOf(w, ch), nil
 }
 
 func (a sessConn) Exists(ctx context.Context, p string) (bool, *zk.Stat, error) {
@@ -80,14 +82,15 @@ func (a sessConn) Exists(ctx context.Context, p string) (bool, *zk.Stat, error) 
 }
 
 func (a sessConn) ExistsW(ctx context.Context, p string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	st, w, err := a.o.cur().ExistsW(ctx, p)
+	wctx, ch := follow(ctx)
+	st, w, err := a.o.cur().ExistsW(wctx, p)
 	switch {
 	case errors.Is(err, zksession.ErrNoNode):
-		return false, nil, a.follow(w), nil
+		return false, nil, watchOf(w, ch), nil
 	case err != nil:
-		return false, nil, a.follow(w), errOf(ctx, err)
+		return false, nil, watchOf(w, ch), errOf(ctx, err)
 	}
-	return true, statOf(st), a.follow(w), nil
+	return true, statOf(st), watchOf(w, ch), nil
 }
 
 func (a sessConn) Set(ctx context.Context, p string, data []byte, version int32) (*zk.Stat, error) {
@@ -247,21 +250,24 @@ func errOf(ctx context.Context, err error) error {
 	return zerr
 }
 
-// follow hands w's one event on as a go-zookeeper event, on a channel
-// that is closed after it (go-zookeeper's contract: every receiver
-// wakes). It returns nil for a nil w.
-func (a sessConn) follow(w *zksession.Watch) <-chan zk.Event {
+// follow returns a context under which a watch set hands its one event,
+// as a go-zookeeper event, to the returned channel, which is then closed
+// (go-zookeeper's contract: every receiver wakes), with no goroutine in
+// between.
+func follow(ctx context.Context) (context.Context, <-chan zk.Event) {
+	ch := make(chan zk.Event, 1)
+	return zksession.WithNotify(ctx, func(ev zksession.Event) {
+		ch <- eventOf(ev)
+		close(ch)
+	}), ch
+}
+
+// watchOf is ch if the call set w, else nil.
+func watchOf(w *zksession.Watch, ch <-chan zk.Event) <-chan zk.Event {
 	if w == nil {
 		return nil
 	}
-	out := make(chan zk.Event, 1)
-	a.o.watchers.Add(1)
-	go func() {
-		defer a.o.watchers.Done()
-		out <- eventOf(<-w.C)
-		close(out)
-	}()
-	return out
+	return ch
 }
 
 // eventOf translates a Watch's event. The end of the session becomes

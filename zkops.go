@@ -540,7 +540,7 @@ func (c *Client) deleteNodeGone(p string, st story) (bool, error) {
 	s, err := c.state, c.notConnectedLocked() // why a delete cannot be sent now
 	c.mu.Unlock()
 	if s == StateConnected || s == StateReconnected || s == StateClosed {
-		ctx, cancel := context.WithTimeout(context.Background(), c.sessionTimeout()/3)
+		ctx, cancel := context.WithTimeout(context.Background(), c.deleteWait())
 		var done bool
 		done, err = await(c, ctx, func() (bool, error) { return c.deleteOnce(ctx, p) }, nil)
 		cancel()
@@ -575,6 +575,24 @@ func (c *Client) deleteNodeGone(p string, st story) (bool, error) {
 		c.untilDone(func() (bool, error) { return c.deleteOnce(context.Background(), p) })
 	})
 	return false, nil
+}
+
+// deleteBound is the longest a delete's caller (a Release, a wait that
+// gives up) waits for its answer on zklock's own session before the
+// delete goes on in the background.
+const deleteBound = time.Second
+
+// deleteWait is how long a delete's caller waits for its answer: a third
+// of the session timeout (within which a live connection answers or is
+// declared lost), and at most deleteBound on zklock's own session, whose
+// requests need no caller to finish: a silent connection does not hold a
+// Release for seconds.
+func (c *Client) deleteWait() time.Duration {
+	d := c.sessionTimeout() / 3
+	if c.zc.Native() {
+		d = min(d, deleteBound)
+	}
+	return d
 }
 
 // endsWithSession reports whether the node at p is left to the end of

@@ -127,6 +127,9 @@ func (s *Session) watched(ctx context.Context, op zkwire.OpCode, path string, t 
 		return nil, err
 	}
 	r.wtype, r.watch = t, newWatch(path)
+	if f, ok := ctx.Value(notifyKey{}).(func(Event)); ok {
+		r.watch.notify = f
+	}
 	err = s.call(ctx, r)
 	if !r.registered {
 		return nil, err

@@ -117,3 +117,48 @@ func TestIntegration_FrameOverLimitRefusedLocally(t *testing.T) {
 		t.Fatalf("the session broke after a refused frame: %v", err)
 	}
 }
+
+// A watch set under WithNotify hands its one event to the function, on
+// the session's side, and its channel stays empty; one that never fires
+// hears the session's end.
+func TestIntegration_WithNotify(t *testing.T) {
+	s := open(t, nil, 4*time.Second, nil)
+	root := zktest.Shared(t).Root(t)
+	p := root + "/n"
+	mustCreate(t, s, p, nil)
+	got := make(chan zksession.Event, 2)
+	c := zksession.WithNotify(ctx(t), func(ev zksession.Event) { got <- ev })
+	_, _, w, err := s.GetDataW(c, p)
+	if err != nil || w == nil {
+		t.Fatalf("GetDataW = %v, %v", w, err)
+	}
+	_, idle, err := s.ExistsW(c, p+"/never")
+	if !errors.Is(err, zksession.ErrNoNode) || idle == nil {
+		t.Fatalf("ExistsW of a missing node = %v, %v", idle, err)
+	}
+	if _, err := s.SetData(ctx(t), p, []byte("x"), -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-got:
+		if ev.Type != zkwire.EventNodeDataChanged || ev.Path != p {
+			t.Fatalf("notified %+v, want NodeDataChanged of %s", ev, p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification")
+	}
+	select {
+	case ev := <-w.C:
+		t.Fatalf("the channel of a notified watch got %+v", ev)
+	default:
+	}
+	s.Close()
+	select {
+	case ev := <-got:
+		if ev.Type != zkwire.EventNone || ev.State != zkwire.StateClosed || ev.Path != p+"/never" {
+			t.Fatalf("at Close, notified %+v, want the end of the session for %s/never", ev, p)
+		}
+	default:
+		t.Fatal("Close did not end the watch set under WithNotify")
+	}
+}

@@ -1,6 +1,7 @@
 package zksession
 
 import (
+	"context"
 	"sync"
 
 	"github.com/zklock/zklock/internal/zkwire"
@@ -31,13 +32,38 @@ const (
 )
 
 // A Watch is one one-shot watch on a node. Its channel C is buffered 1
-// and receives exactly one Event, then nothing more (it is not closed).
-// A Watch costs nothing once it has fired or been removed.
+// and receives exactly one Event, then nothing more (it is not closed);
+// a Watch set under a context from WithNotify hands its Event to that
+// function instead, and C stays empty. A Watch costs nothing once it has
+// fired or been removed.
 type Watch struct {
-	C    <-chan Event
-	c    chan Event
-	path string
-	kind watchKind // set when registered; guarded by watchSet.mu
+	C      <-chan Event
+	c      chan Event
+	notify func(Event) // WithNotify's, or nil
+	path   string
+	kind   watchKind // set when registered; guarded by watchSet.mu
+}
+
+// deliver hands w its one Event.
+func (w *Watch) deliver(ev Event) {
+	if w.notify != nil {
+		w.notify(ev)
+		return
+	}
+	w.c <- ev
+}
+
+type notifyKey struct{}
+
+// WithNotify returns a copy of ctx under which a call that sets a Watch
+// (GetDataW, ExistsW, GetChildren2W) makes one that hands its one Event to
+// f instead of its channel: f is called once, under the session's watch
+// bookkeeping (by the reader, RemoveWatch or the session's end), and must
+// neither block nor call the Session. It costs no goroutine: for a caller
+// that turns the Event into something else, such as a value on a channel
+// of its own.
+func WithNotify(ctx context.Context, f func(Event)) context.Context {
+	return context.WithValue(ctx, notifyKey{}, f)
 }
 
 // Path returns the watched node's path.
@@ -187,7 +213,7 @@ func (s *watchSet) fire(ev Event) {
 	for _, k := range kinds {
 		l := p.list(k)
 		for _, w := range *l {
-			w.c <- ev
+			w.deliver(ev)
 		}
 		*l = nil
 	}
@@ -219,7 +245,7 @@ func (s *watchSet) remove(w *Watch) (found, last bool, t zkwire.WatcherType) {
 	} else {
 		last = len(p.data)+len(p.exist) == 0 && p.inflightData == 0
 	}
-	w.c <- ev
+	w.deliver(ev)
 	s.tidy(w.path, p)
 	return true, last, t
 }
@@ -240,7 +266,7 @@ func (s *watchSet) end(state zkwire.KeeperState) {
 	for path, p := range s.m {
 		for _, l := range [][]*Watch{p.data, p.exist, p.child} {
 			for _, w := range l {
-				w.c <- Event{Type: zkwire.EventNone, State: state, Path: path}
+				w.deliver(Event{Type: zkwire.EventNone, State: state, Path: path})
 			}
 		}
 	}
