@@ -151,10 +151,19 @@ func busy(ctx context.Context, err error) bool {
 	return errors.Is(err, ErrLocked) || ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
 
+// holderGrace bounds the reads that name a holder, past the end of the
+// caller's context, on zklock's own session: a connection gone silent
+// costs the caller that much at most (the holder is then not named).
+const holderGrace = 250 * time.Millisecond
+
 // holderContext bounds the reads that name a holder: ctx's values, not its
 // end (it may have ended already).
 func (c *Client) holderContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), min(holderRead, c.sessionTimeout()/3))
+	d := min(holderRead, c.sessionTimeout()/3)
+	if ctx.Err() != nil && c.zc.Native() {
+		d = min(d, holderGrace)
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
 }
 
 // firstChild returns the full path of the first of children, sorted, under

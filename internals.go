@@ -204,7 +204,7 @@ func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (_ *lockNo
 		// Every exit after the create deletes the node, whatever the reason;
 		// a vanished node may be an old session's node that is still dying.
 		if !mutant("orphans") || ctx.Err() == nil { // test-only (zklock_mutant): a cancelled acquire leaves its node
-			c.deleteLockNode(n)
+			c.deleteGivenUp(ctx, n)
 		}
 		if !errors.Is(err, errNodeGone) {
 			judged = true

@@ -295,7 +295,7 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, to grantTo
 		return s.decide(ctx, nodes)
 	})
 	if err != nil {
-		deleteNodes(c, nodes)
+		deleteNodes(ctx, c, nodes)
 		return nil, err
 	}
 	return s.grant(nodes, snap, to)
@@ -329,7 +329,7 @@ func (s *Semaphore) createLeases(ctx context.Context, n int) ([]*lockNode, <-cha
 		if i == n-1 {
 			var ok bool
 			if cctx, sent, listed, ok = readBehind(ctx, c, func() leaseListing { return s.listLeases(ctx) }); !ok {
-				deleteNodes(c, made)
+				deleteNodes(ctx, c, made)
 				return nil, nil, ErrClosed
 			}
 			defer sent()
@@ -338,12 +338,12 @@ func (s *Semaphore) createLeases(ctx context.Context, n int) ([]*lockNode, <-cha
 		p, err := c.createProtected(cctx, pathpkg.Join(s.leases, leaseName), s.data, zk.FlagEphemeral|zk.FlagSequence, "")
 		sent()
 		if err != nil {
-			deleteNodes(c, made)
+			deleteNodes(ctx, c, made)
 			return nil, nil, closedErr(err)
 		}
 		made = append(made, newLockNode(p, 0))
 		if err := s.learnSession(ctx, made, sid); err != nil {
-			deleteNodes(c, made)
+			deleteNodes(ctx, c, made)
 			return nil, nil, err
 		}
 		if listed != nil {
@@ -423,7 +423,7 @@ func (s *Semaphore) grant(nodes []*lockNode, snap snapshot, to grantTo) ([]*Leas
 	for i, nd := range nodes {
 		h := newHold(s.c, to.ctx, holdSpec{name: "lease " + s.c.relPath(nd.path), node: nd, live: s.live, story: to.st, maxHold: to.maxHold})
 		if !h.watch(snap, nil) { // the Client is closing; h is lost
-			deleteNodes(s.c, nodes[i+1:])
+			deleteNodes(context.Background(), s.c, nodes[i+1:])
 			return nil, errors.Join(ErrClosed, s.ReturnAll(leases))
 		}
 		path := s.c.relPath(nd.path)
@@ -433,10 +433,11 @@ func (s *Semaphore) grant(nodes []*lockNode, snap snapshot, to grantTo) ([]*Leas
 	return leases, nil
 }
 
-// deleteNodes deletes nodes, guaranteed (see Client.deleteNode).
-func deleteNodes(c *Client, nodes []*lockNode) {
+// deleteNodes deletes nodes, guaranteed (see Client.deleteNode), for a
+// caller whose context is ctx (see Client.deleteGivenUp).
+func deleteNodes(ctx context.Context, c *Client, nodes []*lockNode) {
 	for _, nd := range nodes {
-		c.deleteLockNode(nd)
+		c.deleteGivenUp(ctx, nd)
 	}
 }
 

@@ -528,6 +528,20 @@ func (c *Client) deleteLockNode(n *lockNode) error {
 	return c.deleteNode(n.path)
 }
 
+// deleteGivenUp is deleteLockNode for a caller whose context is ctx. When
+// ctx has ended, on zklock's own session, the delete goes on in the
+// background at once: its caller's time is up, and its request needs no
+// caller to reach the server (it goes out behind the caller's requests,
+// which ZooKeeper serves in order).
+func (c *Client) deleteGivenUp(ctx context.Context, n *lockNode) {
+	if ctx.Err() == nil || !c.zc.Native() {
+		c.deleteLockNode(n)
+		return
+	}
+	c.holds.drop(n)
+	c.cleanup(func() { c.deleteNode(n.path) })
+}
+
 // deleteNodeGone is deleteNode, also reporting whether p was gone when it
 // returned: deleted, or found gone; not when the delete failed or goes on
 // in the background. A delete that goes on in the background is reported

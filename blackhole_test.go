@@ -1,0 +1,87 @@
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/zklock/zklock"
+)
+
+// blackholeSlack is what a call may take past its context's end while its
+// connection swallows every byte: the bounded read that names a holder
+// (holderGrace, 250 ms) and scheduling.
+const blackholeSlack = 600 * time.Millisecond
+
+// While the connection is black-holed (bytes swallowed, no reset: the
+// Client still believes it connected), every call returns within its
+// context's deadline, or a bounded grace after it; the work it leaves
+// (its node's delete) goes on in the background, and no node is left
+// once the connection is back.
+func TestIntegration_BlackholeCallsKeepTheirDeadlines(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	link := e.link()
+	c := e.client(zklock.WithDialer(link.Dial), zklock.WithSessionTimeout(10*time.Second))
+	holder := e.client()
+	bg := context.Background()
+
+	m, theirs := e.mutex(c, "/m"), e.mutex(holder, "/m")
+	held, err := theirs.Acquire(bg)
+	require.NoError(t, err)
+	defer theirs.Release(held)
+	sem, err := zklock.NewSemaphore(c, e.root+"/sem", 1)
+	require.NoError(t, err)
+	theirSem, err := zklock.NewSemaphore(holder, e.root+"/sem", 1)
+	require.NoError(t, err)
+	lease, err := theirSem.Acquire(bg)
+	require.NoError(t, err)
+	defer lease.Release()
+	mine, err := e.mutex(c, "/mine").Lock(bg)
+	require.NoError(t, err)
+
+	queued, cancel := context.WithCancel(bg)
+	got := acquireAsync(queued, m)
+	waitParticipants(t, theirs, 2)
+	link.Blackhole()
+	defer link.Restore()
+
+	within := func(what string, d time.Duration, f func(ctx context.Context) error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(bg, d)
+		defer cancel()
+		start := time.Now()
+		err := f(ctx)
+		took := time.Since(start)
+		require.ErrorIs(t, err, context.DeadlineExceeded, what)
+		assert.Less(t, took, d+blackholeSlack, "%s took %v with a deadline of %v", what, took, d)
+	}
+	within("Semaphore.Acquire", 700*time.Millisecond, func(ctx context.Context) error {
+		_, err := sem.Acquire(ctx)
+		return err
+	})
+	within("Mutex.Acquire", 500*time.Millisecond, func(ctx context.Context) error {
+		_, err := e.mutex(c, "/free").Acquire(ctx)
+		return err
+	})
+	within("Client.Get", 300*time.Millisecond, func(ctx context.Context) error {
+		_, _, err := c.Get(ctx, e.root)
+		return err
+	})
+
+	start := time.Now()
+	cancel()
+	a := await(t, got, 10*time.Second)
+	assert.Less(t, time.Since(start), blackholeSlack, "a queued Lock cancelled")
+	require.ErrorIs(t, a.err, context.Canceled)
+
+	start = time.Now()
+	err = mine.Release()
+	assert.Less(t, time.Since(start), time.Second+blackholeSlack, "Release")
+	if err != nil && !errors.Is(err, zklock.ErrLockLost) {
+		t.Fatalf("Release: %v", err)
+	}
+}
