@@ -162,11 +162,13 @@ func (o *ownSession) expired() {
 	}
 }
 
-// renew closes the expired session and opens another, trying the servers
-// until one grants it or the Client closes.
+// renew opens another session in place of the expired one, trying the
+// servers until one grants it or the Client closes, then closes the
+// expired one: until then, calls on it fail as expired (not as closed,
+// which would say the Client is).
 func (o *ownSession) renew() {
 	old := o.cur()
-	old.Close()
+	defer old.Close() // Session.Close is idempotent: close may have closed it too
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
