@@ -179,7 +179,10 @@ func (o *ownSession) renew() {
 		}
 	}()
 	for {
-		s, err := zksession.Dial(ctx, o.addrs, o.cfg)
+		g := &eventGate{next: o.c.sessionEvent}
+		cfg := o.cfg
+		cfg.OnEvent = g.event
+		s, err := zksession.Dial(ctx, o.addrs, cfg)
 		if err == nil {
 			o.mu.Lock()
 			closed := o.closed
@@ -191,7 +194,9 @@ func (o *ownSession) renew() {
 			o.mu.Unlock()
 			if closed {
 				s.Close()
+				return
 			}
+			g.open() // the Client reads the new session's id from the current one
 			return
 		}
 		if ctx.Err() != nil {
@@ -199,6 +204,38 @@ func (o *ownSession) renew() {
 		}
 		o.c.log.Warn("zklock: no new session yet; trying again", "err", err)
 	}
+}
+
+// eventGate holds a new session's events until it is the current one,
+// then hands them on in order: the Client reads the id of the session an
+// event is about from the current session.
+type eventGate struct {
+	next func(zksession.Event)
+
+	mu     sync.Mutex
+	opened bool
+	held   []zksession.Event
+}
+
+func (g *eventGate) event(ev zksession.Event) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.opened {
+		g.held = append(g.held, ev)
+		return
+	}
+	g.next(ev)
+}
+
+// open hands on what was held, and every event from now on.
+func (g *eventGate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.opened = true
+	for _, ev := range g.held {
+		g.next(ev)
+	}
+	g.held = nil
 }
 
 // close closes the current session; no other is opened after it.
