@@ -131,10 +131,10 @@ func TestIntegration_EnsembleHolderServerStops(t *testing.T) {
 		}
 	}
 	require.NotEqual(t, -1, connected, "holder's server %s among %v", hc.Conn().Server(), cluster.Servers())
-	session := hc.Conn().SessionID()
+	session := zklock.ConnOf(hc).SessionID()
 	require.NoError(t, cluster.Stop(connected))
 	waitState(t, hc, 20*time.Second, zklock.StateReconnected)
-	assert.Equal(t, session, hc.Conn().SessionID(), "same session on another server")
+	assert.Equal(t, session, zklock.ConnOf(hc).SessionID(), "same session on another server")
 	assert.NoError(t, h.Err(), "the hold survives the move")
 	select {
 	case a := <-got:

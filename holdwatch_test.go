@@ -236,7 +236,7 @@ func TestIntegration_ManyHoldsConnectionEvent(t *testing.T) {
 			holds, _ := holdMany(t, e, c, "conn", manyLocks/2)
 			defer releaseAll(holds)
 			sent := requests(cc)
-			watches := sessionWatches(t, e, c.Conn().SessionID())
+			watches := sessionWatches(t, e, zklock.ConnOf(c).SessionID())
 			if tc.cause == "" {
 				require.Positive(t, watches, "the holds watch their own nodes")
 			}
@@ -247,7 +247,7 @@ func TestIntegration_ManyHoldsConnectionEvent(t *testing.T) {
 				// (the Client's socket holds other requests back until it
 				// has: go-zookeeper/zk#35). Wait until the server has every
 				// watch again.
-				require.Eventually(t, func() bool { return sessionWatches(t, e, c.Conn().SessionID()) >= watches },
+				require.Eventually(t, func() bool { return sessionWatches(t, e, zklock.ConnOf(c).SessionID()) >= watches },
 					15*time.Second, 10*time.Millisecond, "the session's %d watches set again", watches)
 				require.NoError(t, c.Ping(context.Background()))
 				assert.Equal(t, manyLocks/2, standing(holds), "a short cut loses nothing under SessionPolicy")

@@ -29,7 +29,7 @@ func TestIntegration_AuthSurvivesSessionExpiry(t *testing.T) {
 	h, err := m.Acquire(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, m.Release(h))
-	before := c.Conn().SessionID()
+	before := zklock.ConnOf(c).SessionID()
 	marker, err := c.Conn().Create(e.root+"/auth-session", nil, zk.FlagEphemeral, acl)
 	require.NoError(t, err)
 
@@ -43,7 +43,7 @@ func TestIntegration_AuthSurvivesSessionExpiry(t *testing.T) {
 	}, 15*time.Second, 20*time.Millisecond, "the servers expire the session")
 	faults.Resume()
 	waitState(t, c, 20*time.Second, zklock.StateReconnected)
-	require.NotEqual(t, before, c.Conn().SessionID(), "a new session")
+	require.NotEqual(t, before, zklock.ConnOf(c).SessionID(), "a new session")
 
 	h, err = m.Acquire(context.Background())
 	require.NoError(t, err, "the new session is authenticated")
