@@ -252,10 +252,10 @@ type faultConn struct {
 	zklock.ZKConn
 	mu          sync.Mutex
 	create      func(ctx context.Context, real zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) // guarded by mu; nil passes through
-	deleteFails int                                                                                        // guarded by mu; deletes still to fail
-	deleteLies  int                                                                                        // guarded by mu; deletes still to report done without doing them
-	listFails   int                                                                                        // guarded by mu; children listings still to fail
-	listFailErr error                                                                                      // guarded by mu; what they fail with (nil: zk.ErrConnectionClosed)
+	deleteFails int                                                                                                             // guarded by mu; deletes still to fail
+	deleteLies  int                                                                                                             // guarded by mu; deletes still to report done without doing them
+	listFails   int                                                                                                             // guarded by mu; children listings still to fail
+	listFailErr error                                                                                                           // guarded by mu; what they fail with (nil: zk.ErrConnectionClosed)
 	creates     atomic.Int32
 
 	beforeCreate func(p string) // guarded by mu; nil does nothing
