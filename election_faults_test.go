@@ -263,7 +263,7 @@ func TestIntegration_EnsembleElectionOldSessionNodeOnLaggingFollower(t *testing.
 	waitShown(t, onF, p, true)
 
 	plan.route(ens.g)
-	ca := e.clientTo(ens.servers, // three addresses: go-zookeeper pauses after it has tried all
+	ca := e.clientTo(ens.servers, // three addresses, which the session tries in turn
 		// A round trip through f takes two lags, and a ping waits behind
 		// a create: a third of the session must outlast that.
 		zklock.WithSessionTimeout(4*time.Second),
