@@ -207,7 +207,8 @@ func TestIntegration_ManyHoldsOneLost(t *testing.T) {
 // the Client logs it in one record per cause, not one per hold: under
 // StandardPolicy a suspension; under either policy a lost session. Under
 // SessionPolicy a short cut loses nothing, and the reconnect sends no
-// request: go-zookeeper sets the watches again in a few batches.
+// request: the session itself sets the watches again, in a few
+// SetWatches batches.
 func TestIntegration_ManyHoldsConnectionEvent(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -243,10 +244,9 @@ func TestIntegration_ManyHoldsConnectionEvent(t *testing.T) {
 			tc.fault(t, link)
 			waitState(t, c, 15*time.Second, zklock.StateReconnected)
 			if tc.cause == "" {
-				// go-zookeeper sets the watches again on the new connection
-				// (the Client's socket holds other requests back until it
-				// has: go-zookeeper/zk#35). Wait until the server has every
-				// watch again.
+				// The session sets the watches again on the new connection,
+				// before any request queued during the cut. Wait until the
+				// server has every watch again.
 				require.Eventually(t, func() bool { return sessionWatches(t, e, zklock.ConnOf(c).SessionID()) >= watches },
 					15*time.Second, 10*time.Millisecond, "the session's %d watches set again", watches)
 				require.NoError(t, c.Ping(context.Background()))
@@ -454,7 +454,7 @@ func TestIntegration_HeldAtOnceDataChange(t *testing.T) {
 	_, ops := cc.total()
 	reads := ops["getData"]
 	node := m.LockPath(hd.Context())
-	_, _, _, err := c.Conn().GetW(node) // a watch of the same session, outside the Client's count
+	_, _, _, err := cc.ZKConn.GetW(context.Background(), node) // a watch of the same session, outside the Client's count
 	require.NoError(t, err)
 	_, err = e.admin.Set(node, []byte("a write"), -1)
 	require.NoError(t, err)
