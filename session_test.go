@@ -12,7 +12,7 @@ import (
 	"github.com/zklock/zklock"
 )
 
-// Credentials are re-applied when go-zookeeper opens a new session after an
+// Credentials are re-applied when the Client opens a new session after an
 // expiry, so ACL-protected locks keep working.
 func TestIntegration_AuthSurvivesSessionExpiry(t *testing.T) {
 	t.Parallel()
@@ -30,7 +30,7 @@ func TestIntegration_AuthSurvivesSessionExpiry(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, m.Release(h))
 	before := zklock.ConnOf(c).SessionID()
-	marker, err := c.Conn().Create(e.root+"/auth-session", nil, zk.FlagEphemeral, acl)
+	marker, err := c.Create(context.Background(), e.root+"/auth-session", nil, zk.FlagEphemeral) // under acl, the Client's
 	require.NoError(t, err)
 
 	faults.Pause()
