@@ -340,7 +340,7 @@ func TestIntegration_EnsembleProtectedCreateFindsOldSessionsNode(t *testing.T) {
 	ens.lag(t, lag)
 
 	plan.route(ens.f, ens.g, ens.f)
-	ca := e.clientTo(ens.servers, // three addresses: go-zookeeper pauses after it has tried all
+	ca := e.clientTo(ens.servers, // three addresses, which the session tries in turn
 		zklock.WithSessionTimeout(20*time.Second),
 		zklock.WithRetryPolicy(zklock.RetryUntilElapsed{Max: 30 * time.Second, Sleep: 100 * time.Millisecond}),
 		zklock.WithDialer(plan.Dial),
