@@ -286,7 +286,7 @@ func TestIntegration_QueuedAcquireTimesOutWhileDown(t *testing.T) {
 				}
 				got <- err
 			}()
-			sid := c.Conn().SessionID()
+			sid := zklock.ConnOf(c).SessionID()
 			require.Eventually(t, func() bool { return len(ownedUnder(e, p, sid)) == r.nodes }, 10*time.Second, 5*time.Millisecond,
 				"the waiter queued")
 			o.stop(t, c)
@@ -305,7 +305,7 @@ func TestIntegration_QueuedAcquireTimesOutWhileDown(t *testing.T) {
 			t.Logf("%v", err)
 
 			o.start(t, c)
-			require.Equal(t, sid, c.Conn().SessionID(), "the session lives on")
+			require.Equal(t, sid, zklock.ConnOf(c).SessionID(), "the session lives on")
 			require.Eventually(t, func() bool { return len(ownedUnder(e, p, sid)) == 0 }, 10*time.Second, 5*time.Millisecond,
 				"its nodes are deleted once reconnected")
 			require.NoError(t, held.Release())

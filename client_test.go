@@ -308,7 +308,7 @@ func TestIntegration_MutexNamespace(t *testing.T) {
 	op, err := m.CheckOp(h)
 	require.NoError(t, err)
 	assert.Equal(t, e.root+"/ns"+lp, op.Path, "CheckOp carries the full path")
-	_, err = c.Conn().Multi(op)
+	_, err = zklock.ConnOf(c).Multi(context.Background(), op) // the session's own Multi takes full paths
 	require.NoError(t, err)
 
 	// Revoke takes the relative path too.

@@ -171,7 +171,7 @@ func shortSession(faults *kit.Link) []zklock.Option {
 func sessionMarker(t *testing.T, e *env, c *zklock.Client) string {
 	t.Helper()
 	marker := e.root + "/marker"
-	_, err := c.Conn().Create(marker, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	_, err := c.Create(context.Background(), marker, nil, zk.FlagEphemeral)
 	require.NoError(t, err)
 	return marker
 }
@@ -218,9 +218,9 @@ func TestIntegration_EdgeSuspendedAcquireKeepsPlace(t *testing.T) {
 }
 
 // A Lock whose create goes out on a new session, because the session it
-// began under expired while the create was on its way (go-zookeeper's
+// began under expired while the create was on its way (the Client's
 // next handshake asked for a new session), still keeps its place: the
-// engine learns which session made the node (go-zookeeper's changed
+// engine learns which session made the node (the session changed
 // around the create, so the node's owner decides), waits until the
 // Client's view has that session, and decides from there. B's connection
 // is paused right before its create is handed over, and the create is
@@ -235,10 +235,11 @@ func TestIntegration_EdgeSessionReplacedDuringCreate(t *testing.T) {
 
 	faults := e.link()
 	paused, proceed := make(chan struct{}), make(chan struct{})
-	var once sync.Once
+	var once, release sync.Once
 	cb, f := e.faultClient(shortSession(faults)...)
+	t.Cleanup(func() { release.Do(func() { close(proceed) }) }) // before the Client closes, should the test fail first
 	marker := sessionMarker(t, e, cb)
-	old := cb.Conn().SessionID()
+	old := zklock.ConnOf(cb).SessionID()
 	f.setBeforeCreate(func(string) {
 		once.Do(func() { // the first create of the lock node waits for a new session
 			close(paused)
@@ -250,11 +251,11 @@ func TestIntegration_EdgeSessionReplacedDuringCreate(t *testing.T) {
 	faults.Pause()
 	waitGone(t, e, marker, "B's session expires on the server")
 	faults.Resume()
-	require.Eventually(t, func() bool {
-		s := cb.Conn().SessionID()
-		return s != 0 && s != old && cb.Conn().State() == zk.StateHasSession
+	require.Eventually(t, func() bool { // an id comes only with a handshake that gave the session
+		s := zklock.ConnOf(cb).SessionID()
+		return s != 0 && s != old
 	}, 15*time.Second, 5*time.Millisecond, "B has a new session")
-	close(proceed)
+	release.Do(func() { close(proceed) })
 	requireKeepsPlace(t, e, p, cb, h, b)
 }
 
@@ -270,7 +271,7 @@ func requireKeepsPlace(t *testing.T, e *env, p string, cb *zklock.Client, h *zkl
 	require.Len(t, bNode, 1)
 	_, st, err := e.admin.Exists(p + "/" + bNode[0])
 	require.NoError(t, err)
-	require.Equal(t, cb.Conn().SessionID(), st.EphemeralOwner, "B's node belongs to its new session")
+	require.Equal(t, zklock.ConnOf(cb).SessionID(), st.EphemeralOwner, "B's node belongs to its new session")
 	c := holdAsync(bg, e.mutex(e.client(), strings.TrimPrefix(p, e.root)))
 	waitChildren(t, e, p, 3) // C queued behind B
 	cNode := slices.DeleteFunc(e.children(p), func(n string) bool { return n == path.Base(h.Path()) || n == bNode[0] })

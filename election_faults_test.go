@@ -28,7 +28,7 @@ func requireOwned(t *testing.T, e *env, c *zklock.Client, hd *zklock.Hold) {
 	ok, st, err := e.admin.Exists(hd.Path())
 	require.NoError(t, err)
 	require.True(t, ok, "the leader's node %s exists", hd.Path())
-	require.Equal(t, c.Conn().SessionID(), st.EphemeralOwner, "the leader's node belongs to the current session")
+	require.Equal(t, zklock.ConnOf(c).SessionID(), st.EphemeralOwner, "the leader's node belongs to the current session")
 }
 
 // standsOrLost reports whether the leadership hd stands on a node that
@@ -44,7 +44,7 @@ func standsOrLost(t *testing.T, e *env, c *zklock.Client, hd *zklock.Hold) bool 
 		return false
 	}
 	require.NoError(t, hd.Err())
-	require.Equal(t, c.Conn().SessionID(), st.EphemeralOwner, "the leader's node belongs to the current session")
+	require.Equal(t, zklock.ConnOf(c).SessionID(), st.EphemeralOwner, "the leader's node belongs to the current session")
 	return true
 }
 
@@ -177,7 +177,7 @@ func TestIntegration_ElectionOldSessionNodeListedFirst(t *testing.T) {
 	require.NoError(t, err)
 	a := campaignAsync(bg, e.election(ca, "/old-session", "a"))
 	waitChildren(t, e, p, 2)
-	oldSession := ca.Conn().SessionID()
+	oldSession := zklock.ConnOf(ca).SessionID()
 
 	faults.Pause()
 	require.NoError(t, b.Release())
@@ -190,7 +190,7 @@ func TestIntegration_ElectionOldSessionNodeListedFirst(t *testing.T) {
 
 	got := await(t, a, 30*time.Second)
 	require.NoError(t, got.err)
-	require.NotEqual(t, oldSession, ca.Conn().SessionID(), "a has a new session")
+	require.NotEqual(t, oldSession, zklock.ConnOf(ca).SessionID(), "a has a new session")
 	requireOwned(t, e, ca, got.hd)
 	assert.NotEqual(t, path.Base(got.hd.Path()), old[0], "the old session's node is not leadership")
 	t.Logf("stale listings served: %d", stale.served.Load())
@@ -263,14 +263,14 @@ func TestIntegration_EnsembleElectionOldSessionNodeOnLaggingFollower(t *testing.
 	waitShown(t, onF, p, true)
 
 	plan.route(ens.g)
-	ca := e.clientTo(ens.servers, // three addresses: go-zookeeper pauses after it has tried all
+	ca := e.clientTo(ens.servers, // three addresses, which the session tries in turn
 		// A round trip through f takes two lags, and a ping waits behind
 		// a create: a third of the session must outlast that.
 		zklock.WithSessionTimeout(4*time.Second),
 		zklock.WithRetryPolicy(zklock.RetryUntilElapsed{Max: 30 * time.Second, Sleep: 100 * time.Millisecond}),
 		zklock.WithDialer(plan.Dial),
 	)
-	oldSession := ca.Conn().SessionID()
+	oldSession := zklock.ConnOf(ca).SessionID()
 	plan.hold()
 	cut := plan.proxies[ens.g].CutOnRequest(time.Second, 3) // exists: the owner's read
 	a := campaignAsync(bg, e.election(ca, name, "a"))
@@ -295,8 +295,8 @@ func TestIntegration_EnsembleElectionOldSessionNodeOnLaggingFollower(t *testing.
 	got := await(t, a, 20*time.Second)
 	require.NoError(t, got.err)
 	ens.lag(t, 0)
-	t.Logf("dials %v; a's sessions 0x%x, then 0x%x", plan.dials(), oldSession, ca.Conn().SessionID())
-	require.NotEqual(t, oldSession, ca.Conn().SessionID(), "a has a new session")
+	t.Logf("dials %v; a's sessions 0x%x, then 0x%x", plan.dials(), oldSession, zklock.ConnOf(ca).SessionID())
+	require.NotEqual(t, oldSession, zklock.ConnOf(ca).SessionID(), "a has a new session")
 	assert.NotEqual(t, old, got.hd.Path(), "Campaign does not lead on the old session's node that the lagging follower showed")
 	requireOwned(t, e, ca, got.hd)
 	require.NoError(t, got.hd.Release())

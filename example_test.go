@@ -205,15 +205,14 @@ func Example_fencing() {
 	defer alice.Close()
 	bob := connect()
 	defer bob.Close()
-	conn := bob.Conn()
-	if _, err := conn.Create("/examples-fenced", nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	bg := context.Background()
+	if _, err := bob.Create(bg, "/examples-fenced", nil, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		log.Fatal(err)
 	}
-	defer conn.Delete("/examples-fenced", -1)
+	defer bob.Delete(bg, "/examples-fenced", -1)
 	write := func(value string) *zk.SetDataRequest {
 		return &zk.SetDataRequest{Path: "/examples-fenced", Data: []byte(value), Version: -1}
 	}
-	bg := context.Background()
 
 	ma, _ := zklock.NewMutex(alice, "/examples/fencing")
 	ha, err := ma.Lock(bg)
@@ -225,7 +224,7 @@ func Example_fencing() {
 	_, err = ha.Multi(bg, write("alice"))
 	fmt.Println("alice writes while she holds:", err)
 
-	if err := conn.Delete(ha.Path(), -1); err != nil { // alice's session expires, say
+	if err := bob.Delete(bg, ha.Path(), -1); err != nil { // alice's session expires, say
 		log.Fatal(err)
 	}
 	mb, _ := zklock.NewMutex(bob, "/examples/fencing")
@@ -241,7 +240,7 @@ func Example_fencing() {
 
 	_, err = ha.Multi(bg, write("alice, late"))
 	fmt.Println("alice's late write refused, lock lost:", errors.Is(err, zklock.ErrLockLost))
-	data, _, _ := conn.Get("/examples-fenced")
+	data, _, _ := bob.Get(bg, "/examples-fenced")
 	fmt.Printf("the data: %q\n", data)
 	// Output:
 	// alice writes while she holds: <nil>
@@ -332,7 +331,9 @@ func ExampleHold_Bind() {
 
 	// The lock is lost: the work's context ends with the hold.
 	request(context.Background(), func(ctx context.Context) error {
-		if err := client.Conn().Delete(m.LockPath(ctx), -1); err != nil { // someone deletes the lock node
+		// Someone deletes the lock node (on a context of its own: ctx ends
+		// with the hold, perhaps before the delete's reply comes).
+		if err := client.Delete(context.Background(), m.LockPath(ctx), -1); err != nil {
 			return err
 		}
 		<-ctx.Done()
@@ -726,10 +727,9 @@ func ExampleSelector_Term() {
 	if err := client.EnsurePath(bg, "/examples-nightly/report"); err != nil {
 		log.Fatal(err)
 	}
-	conn := client.Conn() // full paths; no namespace here
-	defer conn.Delete("/examples-nightly", -1)
-	defer conn.Delete("/examples-nightly/report", -1)
-	defer conn.Delete("/examples-nightly/report/last-run", -1)
+	defer client.Delete(bg, "/examples-nightly", -1)
+	defer client.Delete(bg, "/examples-nightly/report", -1)
+	defer client.Delete(bg, "/examples-nightly/report/last-run", -1)
 	sel, err := zklock.NewSelector(client, "/examples/nightly", "scheduler-1")
 	if err != nil {
 		log.Fatal(err)
@@ -749,7 +749,7 @@ func ExampleSelector_Term() {
 		return err
 	})
 	fmt.Println("term over:", err)
-	data, _, _ := conn.Get("/examples-nightly/report/last-run")
+	data, _, _ := client.Get(bg, "/examples-nightly/report/last-run")
 	fmt.Printf("written: %q\n", data)
 	// Output:
 	// leading, fencing token > 0: true

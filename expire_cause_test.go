@@ -34,7 +34,7 @@ func TestIntegration_ExpireSessionReportsSessionLost(t *testing.T) {
 			m := e.mutex(c, "/expire")
 			h, err := m.Lock(context.Background())
 			require.NoError(t, err)
-			node, old := h.Path(), c.Conn().SessionID()
+			node, old := h.Path(), zklock.ConnOf(c).SessionID()
 
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -50,7 +50,7 @@ func TestIntegration_ExpireSessionReportsSessionLost(t *testing.T) {
 			seen := nextStates(t, states, 10*time.Second, zklock.StateReconnected)
 			require.Equal(t, zklock.StateLost, seen[0], "the first change after the expiry: %v", seen)
 			assert.NotContains(t, seen, zklock.StateSuspended, "no suspension is reported: %v", seen)
-			assert.NotEqual(t, old, c.Conn().SessionID(), "a new session")
+			assert.NotEqual(t, old, zklock.ConnOf(c).SessionID(), "a new session")
 			ok, _, err := e.admin.Exists(node)
 			require.NoError(t, err)
 			assert.False(t, ok, "the expired session's node %s is gone", node)

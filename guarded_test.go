@@ -125,10 +125,12 @@ func TestIntegration_PathsOneRule(t *testing.T) {
 	data, _, err := e.admin.Get(ns + "/inventory/sku/42/stock")
 	require.NoError(t, err)
 	assert.Equal(t, "7", string(data))
-	_, err = c.Conn().Multi(check, &zk.SetDataRequest{Path: ns + "/inventory/sku/42/stock", Data: []byte("6"), Version: -1})
-	require.NoError(t, err, "CheckOp goes into Conn().Multi, with full paths")
+	// A raw Multi on the session (Conn().Multi for a NewClient Client)
+	// takes CheckOp as it is, beside other full paths.
+	_, err = zklock.ConnOf(c).Multi(bg, check, &zk.SetDataRequest{Path: ns + "/inventory/sku/42/stock", Data: []byte("6"), Version: -1})
+	require.NoError(t, err, "CheckOp goes into a raw Multi, with full paths")
 
-	// Another hold's check, made for Conn().Multi, goes into Hold.Multi as
+	// Another hold's check, made for a raw Multi, goes into Hold.Multi as
 	// it is too: one transaction guarded by both holds.
 	m43, err := zklock.NewMutex(c, "/locks/sku-43")
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/internal/leakcheck"
@@ -202,18 +203,21 @@ func waitDone(t *testing.T, ctx context.Context, d time.Duration) {
 func waitParticipants(t *testing.T, m *zklock.Mutex, n int) []string {
 	t.Helper()
 	var got []string
-	require.Eventually(t, func() bool {
+	if !assert.Eventually(t, func() bool {
 		p, err := m.Participants(context.Background())
 		got = p
 		return err == nil && len(p) == n
-	}, 10*time.Second, 5*time.Millisecond, "want %d participants, have %v", n, got)
+	}, 10*time.Second, 5*time.Millisecond) {
+		p, err := m.Participants(context.Background()) // what is there now: got may still be written
+		t.Fatalf("want %d participants, have %v (%v)", n, p, err)
+	}
 	return got
 }
 
 // waitState waits until the Client reports one of states.
 func waitState(t *testing.T, c *zklock.Client, d time.Duration, states ...zklock.ConnectionState) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	if !assert.Eventually(t, func() bool {
 		s := c.State()
 		for _, want := range states {
 			if s == want {
@@ -221,7 +225,9 @@ func waitState(t *testing.T, c *zklock.Client, d time.Duration, states ...zklock
 			}
 		}
 		return false
-	}, d, 5*time.Millisecond, "client state %v, want one of %v", c.State(), states)
+	}, d, 5*time.Millisecond) {
+		t.Fatalf("client state %v after %v, want one of %v", c.State(), d, states)
+	}
 }
 
 // waitStates reads states from a Listen callback's channel until want has
@@ -472,12 +478,13 @@ func leaseAsync(ctx context.Context, s *zklock.Semaphore) <-chan leased {
 // waitChildren waits until the node p has n children.
 func waitChildren(t *testing.T, e *env, p string, n int) {
 	t.Helper()
-	var got []string
-	require.Eventually(t, func() bool {
+	if !assert.Eventually(t, func() bool {
 		ch, _, err := e.admin.Children(p)
-		got = ch
 		return err == nil && len(ch) == n
-	}, 10*time.Second, 5*time.Millisecond, "want %d children of %s, have %v", n, p, got)
+	}, 10*time.Second, 5*time.Millisecond) {
+		ch, _, err := e.admin.Children(p)
+		t.Fatalf("want %d children of %s, have %v (%v)", n, p, ch, err)
+	}
 }
 
 // laggingEnsemble is a 3-node ensemble with local sessions (a session is

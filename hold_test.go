@@ -2,8 +2,10 @@ package zklock_test
 
 import (
 	"context"
+	"net"
 	"path"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,7 +118,9 @@ func TestIntegration_EnsembleHolderServerStops(t *testing.T) {
 	t.Parallel()
 	cluster := kit.StartT(t, kit.Config{Servers: 3})
 	e := setupKit(t, cluster)
-	hc := e.client(zklock.WithErrorPolicy(zklock.SessionPolicy), zklock.WithSessionTimeout(12*time.Second))
+	var server lastDial
+	hc := e.client(zklock.WithErrorPolicy(zklock.SessionPolicy), zklock.WithSessionTimeout(12*time.Second),
+		zklock.WithDialer(server.dial))
 	holder := e.mutex(hc, "/ensemble")
 	waiter := e.mutex(e.client(), "/ensemble")
 	h, err := holder.Acquire(context.Background())
@@ -125,16 +129,17 @@ func TestIntegration_EnsembleHolderServerStops(t *testing.T) {
 	waitParticipants(t, holder, 2)
 
 	connected := -1
+	addr, _ := server.addr.Load().(string)
 	for i, s := range cluster.Servers() {
-		if s == hc.Conn().Server() {
+		if s == addr {
 			connected = i
 		}
 	}
-	require.NotEqual(t, -1, connected, "holder's server %s among %v", hc.Conn().Server(), cluster.Servers())
-	session := hc.Conn().SessionID()
+	require.NotEqual(t, -1, connected, "holder's server %s among %v", addr, cluster.Servers())
+	session := zklock.ConnOf(hc).SessionID()
 	require.NoError(t, cluster.Stop(connected))
 	waitState(t, hc, 20*time.Second, zklock.StateReconnected)
-	assert.Equal(t, session, hc.Conn().SessionID(), "same session on another server")
+	assert.Equal(t, session, zklock.ConnOf(hc).SessionID(), "same session on another server")
 	assert.NoError(t, h.Err(), "the hold survives the move")
 	select {
 	case a := <-got:
@@ -146,6 +151,19 @@ func TestIntegration_EnsembleHolderServerStops(t *testing.T) {
 	require.NoError(t, a.err)
 	require.NoError(t, waiter.Release(a.ctx))
 	require.NoError(t, cluster.Restart(connected))
+}
+
+// lastDial is a Client's dialer that records the address of the last
+// connection it opened: the server the session talks to, as long as
+// nothing breaks that connection.
+type lastDial struct{ addr atomic.Value }
+
+func (d *lastDial) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout(network, addr, timeout)
+	if err == nil {
+		d.addr.Store(addr)
+	}
+	return c, err
 }
 
 // Someone deletes the holder's node: the hold context is cancelled with

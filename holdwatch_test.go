@@ -207,7 +207,8 @@ func TestIntegration_ManyHoldsOneLost(t *testing.T) {
 // the Client logs it in one record per cause, not one per hold: under
 // StandardPolicy a suspension; under either policy a lost session. Under
 // SessionPolicy a short cut loses nothing, and the reconnect sends no
-// request: go-zookeeper sets the watches again in a few batches.
+// request: the session itself sets the watches again, in a few
+// SetWatches batches.
 func TestIntegration_ManyHoldsConnectionEvent(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -236,18 +237,17 @@ func TestIntegration_ManyHoldsConnectionEvent(t *testing.T) {
 			holds, _ := holdMany(t, e, c, "conn", manyLocks/2)
 			defer releaseAll(holds)
 			sent := requests(cc)
-			watches := sessionWatches(t, e, c.Conn().SessionID())
+			watches := sessionWatches(t, e, zklock.ConnOf(c).SessionID())
 			if tc.cause == "" {
 				require.Positive(t, watches, "the holds watch their own nodes")
 			}
 			tc.fault(t, link)
 			waitState(t, c, 15*time.Second, zklock.StateReconnected)
 			if tc.cause == "" {
-				// go-zookeeper sets the watches again on the new connection
-				// (the Client's socket holds other requests back until it
-				// has: go-zookeeper/zk#35). Wait until the server has every
-				// watch again.
-				require.Eventually(t, func() bool { return sessionWatches(t, e, c.Conn().SessionID()) >= watches },
+				// The session sets the watches again on the new connection,
+				// before any request queued during the cut. Wait until the
+				// server has every watch again.
+				require.Eventually(t, func() bool { return sessionWatches(t, e, zklock.ConnOf(c).SessionID()) >= watches },
 					15*time.Second, 10*time.Millisecond, "the session's %d watches set again", watches)
 				require.NoError(t, c.Ping(context.Background()))
 				assert.Equal(t, manyLocks/2, standing(holds), "a short cut loses nothing under SessionPolicy")
@@ -454,7 +454,7 @@ func TestIntegration_HeldAtOnceDataChange(t *testing.T) {
 	_, ops := cc.total()
 	reads := ops["getData"]
 	node := m.LockPath(hd.Context())
-	_, _, _, err := c.Conn().GetW(node) // a watch of the same session, outside the Client's count
+	_, _, _, err := cc.ZKConn.GetW(context.Background(), node) // a watch of the same session, outside the Client's count
 	require.NoError(t, err)
 	_, err = e.admin.Set(node, []byte("a write"), -1)
 	require.NoError(t, err)

@@ -55,7 +55,7 @@ func TestIntegration_WaiterSessionExpiresRequeues(t *testing.T) {
 	require.NoError(t, err)
 	got := acquireAsync(context.Background(), waiter)
 	first := waitParticipants(t, holder, 2)[1]
-	oldSession := wc.Conn().SessionID()
+	oldSession := zklock.ConnOf(wc).SessionID()
 
 	faults.Pause()
 	require.Eventually(t, func() bool { return len(e.children(e.root+"/waiter-expires")) == 1 },
@@ -65,7 +65,7 @@ func TestIntegration_WaiterSessionExpiresRequeues(t *testing.T) {
 		p, err := holder.Participants(context.Background())
 		return err == nil && len(p) == 2 && p[1] != first
 	}, 20*time.Second, 10*time.Millisecond, "the waiter queued again")
-	assert.NotEqual(t, oldSession, wc.Conn().SessionID())
+	assert.NotEqual(t, oldSession, zklock.ConnOf(wc).SessionID())
 	require.NoError(t, holder.Release(h))
 	a := await(t, got, 10*time.Second)
 	require.NoError(t, a.err)

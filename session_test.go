@@ -12,7 +12,7 @@ import (
 	"github.com/zklock/zklock"
 )
 
-// Credentials are re-applied when go-zookeeper opens a new session after an
+// Credentials are re-applied when the Client opens a new session after an
 // expiry, so ACL-protected locks keep working.
 func TestIntegration_AuthSurvivesSessionExpiry(t *testing.T) {
 	t.Parallel()
@@ -29,8 +29,8 @@ func TestIntegration_AuthSurvivesSessionExpiry(t *testing.T) {
 	h, err := m.Acquire(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, m.Release(h))
-	before := c.Conn().SessionID()
-	marker, err := c.Conn().Create(e.root+"/auth-session", nil, zk.FlagEphemeral, acl)
+	before := zklock.ConnOf(c).SessionID()
+	marker, err := c.Create(context.Background(), e.root+"/auth-session", nil, zk.FlagEphemeral) // under acl, the Client's
 	require.NoError(t, err)
 
 	faults.Pause()
@@ -43,7 +43,7 @@ func TestIntegration_AuthSurvivesSessionExpiry(t *testing.T) {
 	}, 15*time.Second, 20*time.Millisecond, "the servers expire the session")
 	faults.Resume()
 	waitState(t, c, 20*time.Second, zklock.StateReconnected)
-	require.NotEqual(t, before, c.Conn().SessionID(), "a new session")
+	require.NotEqual(t, before, zklock.ConnOf(c).SessionID(), "a new session")
 
 	h, err = m.Acquire(context.Background())
 	require.NoError(t, err, "the new session is authenticated")

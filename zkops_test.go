@@ -70,7 +70,7 @@ func TestIntegration_ProtectedCreateFindsOtherSessionsNode(t *testing.T) {
 	assert.False(t, ok, "the other session's node was deleted")
 	_, st, err := e.admin.Exists(m.LockPath(h))
 	require.NoError(t, err)
-	assert.Equal(t, c.Conn().SessionID(), st.EphemeralOwner)
+	assert.Equal(t, zklock.ConnOf(c).SessionID(), st.EphemeralOwner)
 	require.NoError(t, m.Release(h))
 }
 
@@ -275,7 +275,7 @@ func TestIntegration_ProtectedCreateCutOnTheWire(t *testing.T) {
 	e := setup(t)
 	faults := zktest.NewFaultsT(t, e.servers)
 	c := e.client(zklock.WithDialer(faults.Dial))
-	sid := c.Conn().SessionID()
+	sid := zklock.ConnOf(c).SessionID()
 	ctx := context.Background()
 	// The parents exist, so the first create is the lock node's.
 	e.create(e.root + "/cut")
@@ -304,7 +304,7 @@ func TestIntegration_ProtectedCreateCutOnTheWire(t *testing.T) {
 	require.NoError(t, l.Release())
 	assert.Empty(t, e.children(e.root+"/sem/leases"))
 
-	assert.Equal(t, sid, c.Conn().SessionID(), "the session outlived the cuts")
+	assert.Equal(t, sid, zklock.ConnOf(c).SessionID(), "the session outlived the cuts")
 }
 
 // CURATOR-498 on an ensemble, with local sessions (a session opened on a
@@ -340,17 +340,17 @@ func TestIntegration_EnsembleProtectedCreateFindsOldSessionsNode(t *testing.T) {
 	ens.lag(t, lag)
 
 	plan.route(ens.f, ens.g, ens.f)
-	ca := e.clientTo(ens.servers, // three addresses: go-zookeeper pauses after it has tried all
+	ca := e.clientTo(ens.servers, // three addresses, which the session tries in turn
 		zklock.WithSessionTimeout(20*time.Second),
 		zklock.WithRetryPolicy(zklock.RetryUntilElapsed{Max: 30 * time.Second, Sleep: 100 * time.Millisecond}),
 		zklock.WithDialer(plan.Dial),
 	)
-	oldSession := ca.Conn().SessionID()
+	oldSession := zklock.ConnOf(ca).SessionID()
 	cut := plan.proxies[ens.f].CutOnRequest(100*time.Millisecond, 1, 15) // create, create2
 	a := holdAsync(bg, e.mutex(ca, name))
 	await(t, cut, 10*time.Second)
 	require.Eventually(t, func() bool {
-		s := ca.Conn().SessionID()
+		s := zklock.ConnOf(ca).SessionID()
 		return s != 0 && s != oldSession
 	}, 10*time.Second, 5*time.Millisecond, "a is told its session expired and opens a new one, before the leader hears of the old one")
 
@@ -368,9 +368,9 @@ func TestIntegration_EnsembleProtectedCreateFindsOldSessionsNode(t *testing.T) {
 	var mine string
 	require.Eventually(t, func() bool {
 		mine = otherChild(e, p, holder.Path())
-		return mine != "" && e.owner(mine) == ca.Conn().SessionID()
+		return mine != "" && e.owner(mine) == zklock.ConnOf(ca).SessionID()
 	}, 10*time.Second, 5*time.Millisecond, "a queues a node of its new session")
-	t.Logf("dials %v; a's sessions 0x%x, then 0x%x", plan.dials(), oldSession, ca.Conn().SessionID())
+	t.Logf("dials %v; a's sessions 0x%x, then 0x%x", plan.dials(), oldSession, zklock.ConnOf(ca).SessionID())
 	b := holdAsync(bg, e.mutex(e.client(), name))
 	waitChildren(t, e, p, 3)
 
