@@ -95,18 +95,31 @@
 // HTTP server, say), or does not resolve, it fails at once with an error
 // that names each address and why; when the timeout passes, the error
 // says what each address last did (such as accepting the connection and
-// never answering). [NewClient] wraps a
-// connection the caller made. [Client.Ping] is a health check in one
-// call: nil while the Client has a session and the server answers.
+// never answering). [Client.Ping] is a health check in one call: nil
+// while the Client has a session and the server answers.
+//
+// A Client made by Connect runs on zklock's own ZooKeeper session, written
+// from ZooKeeper's protocol: every request takes its caller's context and
+// returns when it ends, with no goroutine per request; a reconnect sets
+// the session's watches again before any request queued meanwhile is sent
+// (the Java client's order); after an expiry the Client opens a new session
+// and says so (Lost, then Reconnected). [WithDialer] and [WithTLS] say how
+// it reaches the servers. Its reads and writes of nodes of your own go
+// through the Client: [Client.Get], [Client.Exists], [Client.Children],
+// [Client.Create], [Client.Set], [Client.Delete] and [Hold.Multi]; its
+// [Client.Conn] is nil. [NewClient] instead wraps a go-zookeeper
+// connection the caller made, which then carries the recipes, and which
+// Conn returns.
 //
 // # Paths
 //
 // One rule: every path given to zklock or returned by it is relative to
 // the Client's namespace ([WithNamespace]): the paths of recipes, of
 // [Client.EnsurePath] and of the ops of [Hold.Multi]; [Hold.Path],
-// [Lease.Path], Participants, and a [HolderError]'s Path and Node. What
-// zklock hands over for go-zookeeper's own calls is the exception, since
-// go-zookeeper knows no namespace: [Client.Conn] is the raw connection,
+// [Lease.Path], Participants, a [HolderError]'s Path and Node, and the
+// Client's data operations ([Client.Get]...). What zklock hands over for
+// go-zookeeper's own calls is the exception, since go-zookeeper knows no
+// namespace: [Client.Conn] is the raw connection (of a NewClient Client),
 // and the checks that [Hold.CheckOp], [Mutex.CheckOp] and [Lease.CheckOp]
 // return carry the node's full path, to go into Conn().Multi (Hold.Multi
 // takes them as they are, too). [Client.EnsurePath] creates the parents
@@ -159,11 +172,11 @@
 // parent being reaped and created again: pass it to storage that refuses
 // tokens older than the newest it has seen. [Mutex.CheckOp] (and
 // [Lease.CheckOp]) returns a check on the hold's node, to put first in a
-// ZooKeeper transaction, which then commits only while the hold exists:
+// ZooKeeper transaction, which then commits only while the hold exists;
+// [Hold.Multi] runs such a transaction on the Client's own session:
 //
-//	check, err := m.CheckOp(held)
-//	_, err = client.Conn().Multi(check, &zk.SetDataRequest{Path: "/data", Data: v, Version: -1})
-//	// fails with zk.ErrNoNode once the hold's node is gone
+//	_, err = hold.Multi(ctx, &zk.SetDataRequest{Path: "/data", Data: v, Version: -1})
+//	// fails with an error wrapping ErrLockLost once the hold's node is gone
 //
 // # Nothing left behind
 //
