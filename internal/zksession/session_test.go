@@ -342,3 +342,52 @@ func TestConnEpoch(t *testing.T) {
 		t.Fatalf("ConnEpoch at the reconnects' dials: %v, want [2 3 4] (counted before each dial)", atDial)
 	}
 }
+
+// The reconnect race of go-zookeeper (go-zookeeper/zk#35): a change made
+// while the client hears nothing, with requests in flight around the
+// reconnect, must fire the watch set before. The session sets its watches
+// again from the last zxid it saw before the cut, before any request
+// queued meanwhile goes out, so a reply to one of those cannot move that
+// zxid past the change. 50 rounds; `-count=50` makes 50 runs of them.
+func TestIntegration_ChangeDuringCutFiresWatch(t *testing.T) {
+	cluster := zktest.Shared(t)
+	link := zktest.NewLink(t, cluster)
+	s := open(t, link, 4*time.Second, nil)
+	other := open(t, nil, 4*time.Second, nil)
+	root := cluster.Root(t)
+	mustCreate(t, s, root+"/w", nil)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() { close(stop); wg.Wait() }()
+	for range 8 { // requests in flight at every reconnect
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, cancel := context.WithTimeout(context.Background(), time.Second)
+				s.Exists(c, root+"/w")
+				cancel()
+			}
+		}()
+	}
+	for round := range 50 {
+		_, _, w, err := s.GetDataW(ctx(t), root+"/w")
+		if err != nil || w == nil {
+			t.Fatalf("round %d: GetDataW: %v, %v", round, w, err)
+		}
+		link.Blackhole()
+		if _, err := other.SetData(ctx(t), root+"/w", []byte{byte(round)}, -1); err != nil {
+			t.Fatal(err)
+		}
+		link.Restore() // the connection drops; the session comes back on a new one
+		ev := event(t, w)
+		if ev.Type != zkwire.EventNodeDataChanged || ev.Path != root+"/w" {
+			t.Fatalf("round %d: event %+v, want NodeDataChanged of %s/w", round, ev, root)
+		}
+	}
+}
