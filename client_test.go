@@ -46,8 +46,16 @@ func TestIntegration_NodeDataAndLogger(t *testing.T) {
 	require.NoError(t, m2.Release(h))
 
 	mu.Lock()
-	defer mu.Unlock()
 	assert.Contains(t, logs.String(), "state=Connected")
+	assert.NotContains(t, logs.String(), "go-zookeeper: ", "zklock's own session: no go-zookeeper connection")
+	logs.Reset()
+	mu.Unlock()
+
+	// A go-zookeeper connection (the deprecated WithZKOptions) logs
+	// through the Client's logger too.
+	e.client(zklock.WithLogger(logger), zklock.WithZKOptions(zk.WithLogInfo(true)))
+	mu.Lock()
+	defer mu.Unlock()
 	assert.Contains(t, logs.String(), "go-zookeeper: ")
 }
 

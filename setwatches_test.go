@@ -12,16 +12,16 @@ import (
 	"github.com/zklock/zklock"
 )
 
-// When go-zookeeper takes a session up again on a new connection, it
-// reads its last zxid for the request that sets the session's watches
-// again, while answers to the requests queued during the cut may already
-// be recording theirs (go-zookeeper/zk#35): unordered, which the race
-// detector reports, and a watch set again from a zxid too new misses a
-// change made during the cut. The Client's socket holds those requests
-// back until the set-watches request is written, whichever dialer opened
-// it (here the Link's). Under -race: 20 cuts, with requests issued
-// throughout; then a revocation requested while the connection is down
-// reaches the holder once it is back.
+// When zklock's session takes itself up again on a new connection, it
+// sets its watches again (SetWatches, relative to the last zxid it has
+// seen) before it sends the requests queued during the cut, so no answer
+// to those can move that zxid past a change made during the cut: a watch
+// set again from a zxid too new would miss the change. Many watches make
+// SetWatches go in several batches, all of which must come first. Under
+// -race: 20 cuts, with requests issued throughout, each reconnect taking
+// the session up again; then a revocation requested while the connection
+// is down, with requests queued behind it, reaches the holder once the
+// connection is back.
 func TestIntegration_ReconnectSetsWatchesBeforeAnswers(t *testing.T) {
 	const manyWatches = 5000
 	e := setup(t)
@@ -37,26 +37,25 @@ func TestIntegration_ReconnectSetsWatchesBeforeAnswers(t *testing.T) {
 	require.NoError(t, err)
 	defer hd.Release()
 	node := m.LockPath(hd.Context())
-	// Many watches, as of many holds: go-zookeeper then takes a while to
-	// build its set-watches requests after reading the zxid.
+	sid := zklock.ConnOf(c).SessionID()
+	// Many watches of the session, as of many holds: several SetWatches
+	// batches at each reconnect.
 	for i := range manyWatches {
-		_, _, _, err := c.Conn().ExistsW(fmt.Sprintf("%s/absent-%d", e.root, i))
+		_, _, _, err := zklock.ConnOf(c).ExistsW(context.Background(), fmt.Sprintf("%s/absent-%d", e.root, i))
 		require.NoError(t, err)
 	}
 
-	stop := make(chan struct{})
+	// Requests on the session itself, which queue while it is down (the
+	// Client's own reads would wait for it to be back before they retry).
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_, _, _ = c.Conn().Exists(e.root)
+			for ctx.Err() == nil {
+				_, _, _ = zklock.ConnOf(c).Exists(ctx, e.root)
 			}
 		}()
 	}
@@ -70,8 +69,9 @@ func TestIntegration_ReconnectSetsWatchesBeforeAnswers(t *testing.T) {
 	require.NoError(t, zklock.Revoke(context.Background(), other, node))
 	link.Restore()
 	waitStates(t, states, 15*time.Second, zklock.StateSuspended, zklock.StateReconnected)
-	close(stop)
+	stop()
 	wg.Wait()
 	await(t, revoked, 10*time.Second)
 	require.NoError(t, hd.Err(), "a short cut loses nothing under SessionPolicy")
+	require.Equal(t, sid, zklock.ConnOf(c).SessionID(), "one session throughout")
 }
