@@ -95,16 +95,12 @@ func openSessConn(t *testing.T, servers []string, o confOpts) (zkConn, func()) {
 	defer cancel()
 	s, err := zksession.Dial(ctx, servers, cfg)
 	require.NoError(t, err)
-	wg := &sync.WaitGroup{}
 	var once sync.Once
-	closeFn := func() {
-		once.Do(func() {
-			_ = s.Close() // every Watch fires: its follower ends
-			waitGroup(t, wg, "zksession watch followers")
-		})
-	}
+	closeFn := func() { once.Do(func() { _ = s.Close() }) }
 	t.Cleanup(closeFn)
-	return sessConn{s: s, watchers: wg}, closeFn
+	own := &ownSession{}
+	own.session.Store(s)
+	return sessConn{own}, closeFn
 }
 
 // waitGroup waits for wg, failing t after confWait.

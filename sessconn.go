@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 
@@ -18,6 +19,12 @@ import (
 type sessConn struct{ o *ownSession }
 
 func (a sessConn) Create(ctx context.Context, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	if flags == zk.FlagContainer {
+		return a.CreateContainer(ctx, p, data, flags, acl)
+	}
+	if err := checkPath(p, flags&zk.FlagSequence != 0); err != nil {
+		return "", err
+	}
 	mode, err := modeOf(p, flags)
 	if err != nil {
 		return "", err
@@ -30,6 +37,9 @@ func (a sessConn) CreateContainer(ctx context.Context, p string, data []byte, fl
 	if flags != zk.FlagContainer {
 		return "", fmt.Errorf("%w: create %s: flags %d for a container", zk.ErrInvalidFlags, p, flags)
 	}
+	if err := checkPath(p, false); err != nil {
+		return "", err
+	}
 	var resp zkwire.Create2Response
 	req := zkwire.CreateRequest{Path: p, Data: data, ACL: aclsOf(acl), Flags: zkwire.ModeContainer}
 	err := a.o.cur().Do(ctx, zkwire.OpCreateContainer, p, req, &resp)
@@ -37,6 +47,9 @@ func (a sessConn) CreateContainer(ctx context.Context, p string, data []byte, fl
 }
 
 func (a sessConn) Children(ctx context.Context, p string) ([]string, *zk.Stat, error) {
+	if err := checkPath(p, false); err != nil {
+		return nil, nil, err
+	}
 	children, st, err := a.o.cur().GetChildren2(ctx, p)
 	if err != nil {
 		return nil, nil, errOf(ctx, err)
@@ -45,6 +58,9 @@ func (a sessConn) Children(ctx context.Context, p string) ([]string, *zk.Stat, e
 }
 
 func (a sessConn) ChildrenW(ctx context.Context, p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	if err := checkPath(p, false); err != nil {
+		return nil, nil, nil, err
+	}
 	wctx, ch := follow(ctx)
 	children, st, w, err := a.o.cur().GetChildren2W(wctx, p)
 	if err != nil {
@@ -54,6 +70,9 @@ func (a sessConn) ChildrenW(ctx context.Context, p string) ([]string, *zk.Stat, 
 }
 
 func (a sessConn) Get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
+	if err := checkPath(p, false); err != nil {
+		return nil, nil, err
+	}
 	data, st, err := a.o.cur().GetData(ctx, p)
 	if err != nil {
 		return nil, nil, errOf(ctx, err)
@@ -62,6 +81,9 @@ func (a sessConn) Get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
 }
 
 func (a sessConn) GetW(ctx context.Context, p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	if err := checkPath(p, false); err != nil {
+		return nil, nil, nil, err
+	}
 	wctx, ch := follow(ctx)
 	data, st, w, err := a.o.cur().GetDataW(wctx, p)
 	if err != nil {
@@ -71,6 +93,9 @@ func (a sessConn) GetW(ctx context.Context, p string) ([]byte, *zk.Stat, <-chan 
 }
 
 func (a sessConn) Exists(ctx context.Context, p string) (bool, *zk.Stat, error) {
+	if err := checkPath(p, false); err != nil {
+		return false, nil, err
+	}
 	st, err := a.o.cur().Exists(ctx, p)
 	switch {
 	case errors.Is(err, zksession.ErrNoNode):
@@ -82,6 +107,9 @@ func (a sessConn) Exists(ctx context.Context, p string) (bool, *zk.Stat, error) 
 }
 
 func (a sessConn) ExistsW(ctx context.Context, p string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	if err := checkPath(p, false); err != nil {
+		return false, nil, nil, err
+	}
 	wctx, ch := follow(ctx)
 	st, w, err := a.o.cur().ExistsW(wctx, p)
 	switch {
@@ -94,6 +122,9 @@ func (a sessConn) ExistsW(ctx context.Context, p string) (bool, *zk.Stat, <-chan
 }
 
 func (a sessConn) Set(ctx context.Context, p string, data []byte, version int32) (*zk.Stat, error) {
+	if err := checkPath(p, false); err != nil {
+		return nil, err
+	}
 	st, err := a.o.cur().SetData(ctx, p, data, version)
 	if err != nil {
 		return nil, errOf(ctx, err)
@@ -102,10 +133,16 @@ func (a sessConn) Set(ctx context.Context, p string, data []byte, version int32)
 }
 
 func (a sessConn) Delete(ctx context.Context, p string, version int32) error {
+	if err := checkPath(p, false); err != nil {
+		return err
+	}
 	return errOf(ctx, a.o.cur().Delete(ctx, p, version))
 }
 
 func (a sessConn) Sync(ctx context.Context, p string) (string, error) {
+	if err := checkPath(p, false); err != nil {
+		return "", err
+	}
 	if err := a.o.cur().Sync(ctx, p); err != nil {
 		return "", errOf(ctx, err)
 	}
@@ -133,12 +170,53 @@ func (a sessConn) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, er
 	}
 	out := make([]zk.MultiResponse, len(res))
 	for i, r := range res {
-		out[i] = zk.MultiResponse{Stat: statOf(r.Stat), String: r.Path, Error: codeErr(r.Err)}
+		out[i] = zk.MultiResponse{String: r.Path, Error: codeErr(r.Err)}
+		if r.Type == zkwire.OpSetData {
+			out[i].Stat = statOf(r.Stat)
+		}
 	}
 	if err != nil {
 		return out, codeErr(zksession.CodeOf(err))
 	}
 	return out, nil
+}
+
+// checkPath refuses, with zk.ErrInvalidPath and before anything is sent,
+// a path ZooKeeper would not take as a node's (its PathUtils rules): empty
+// or relative, a trailing slash (but for the root, or a sequential
+// create's prefix), an empty, "." or ".." segment, or a character
+// ZooKeeper forbids (controls, surrogates and specials).
+func checkPath(p string, sequential bool) error {
+	bad := func(why string) error { return fmt.Errorf("%w: %q: %s", zk.ErrInvalidPath, p, why) }
+	switch {
+	case p == "":
+		return bad("empty")
+	case p[0] != '/':
+		return bad("not absolute")
+	case p == "/":
+		return nil
+	}
+	body := p[1:]
+	if sequential {
+		body = strings.TrimSuffix(body, "/")
+		if body == "" {
+			return nil
+		}
+	}
+	for _, seg := range strings.Split(body, "/") {
+		switch seg {
+		case "":
+			return bad("an empty name")
+		case ".", "..":
+			return bad("a relative name")
+		}
+	}
+	for _, r := range p {
+		if r == 0 || r > 0 && r < 0x20 || r >= 0x7f && r <= 0x9f || r >= 0xd800 && r <= 0xf8ff || r >= 0xfff0 && r <= 0xffff {
+			return bad(fmt.Sprintf("character %U", r))
+		}
+	}
+	return nil
 }
 
 // multiOpOf translates one of go-zookeeper's multi requests.
@@ -275,16 +353,16 @@ func watchOf(w *zksession.Watch, ch <-chan zk.Event) <-chan zk.Event {
 func eventOf(ev zksession.Event) zk.Event {
 	if ev.Type != zkwire.EventNone {
 		if ev.Type == zkwire.EventDataWatchRemoved || ev.Type == zkwire.EventChildWatchRemoved {
-			return zk.Event{Type: zk.EventNotWatching, State: zk.StateConnected, Path: ev.Path}
+			return zk.Event{Type: zk.EventNotWatching, State: zk.StateSyncConnected, Path: ev.Path}
 		}
-		return zk.Event{Type: zk.EventType(ev.Type), State: zk.StateConnected, Path: ev.Path}
+		return zk.Event{Type: zk.EventType(ev.Type), State: zk.StateSyncConnected, Path: ev.Path}
 	}
 	out := zk.Event{Type: zk.EventNotWatching, State: zk.StateDisconnected, Path: ev.Path, Err: zk.ErrClosing}
 	switch ev.State {
 	case zkwire.StateExpired:
-		out.State, out.Err = zk.StateExpired, zk.ErrSessionExpired
+		out.Err = zk.ErrSessionExpired
 	case zkwire.StateAuthFailed:
-		out.State, out.Err = zk.StateAuthFailed, zk.ErrAuthFailed
+		out.Err = zk.ErrAuthFailed
 	}
 	return out
 }
