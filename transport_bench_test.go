@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/zklock/zklock/internal/zksession"
 	"github.com/zklock/zklock/internal/zktest"
 	kit "github.com/zklock/zklock/zktest"
@@ -102,4 +101,3 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
-
