@@ -148,9 +148,21 @@ func (o *ownSession) connEpoch() uint64 {
 	return gen<<40 | o.cur().ConnEpoch()
 }
 
+// negotiated tells the Client the current session's timeout; nothing for
+// a Client on go-zookeeper (o nil), which does not say.
+func (o *ownSession) negotiated() {
+	if o != nil {
+		o.c.setNegotiated(o.cur().Timeout())
+	}
+}
+
 // expired starts opening a new session, unless one is being opened or
-// the Client is closing. It never blocks.
+// the Client is closing (or o is nil: a Client on go-zookeeper). It never
+// blocks.
 func (o *ownSession) expired() {
+	if o == nil {
+		return
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed || o.renewing {

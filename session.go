@@ -529,9 +529,7 @@ func (c *Client) handle(ev zk.Event) (suspended bool) {
 	switch ev.State {
 	case zk.StateHasSession:
 		sid := c.zc.SessionID()
-		if c.own != nil {
-			c.setNegotiated(c.own.cur().Timeout())
-		}
+		c.own.negotiated()
 		var recheckSince time.Time
 		defer func() {
 			if !recheckSince.IsZero() {
@@ -571,9 +569,7 @@ func (c *Client) handle(ev zk.Event) (suspended bool) {
 		})
 	case zk.StateExpired:
 		c.transition(func() bool { return c.lose() })
-		if c.own != nil {
-			c.own.expired()
-		}
+		c.own.expired()
 	case zk.StateAuthFailed:
 		c.log.Error("zklock: authentication failed")
 	}
