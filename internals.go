@@ -412,12 +412,20 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 // the create has returned, whether it was sent or not. read's outcome
 // comes on the channel. ok is false once the Client has begun to close.
 //
-// On zklock's own session, read is handed over once the create is queued
-// (see whenQueued), and so goes on the wire after it. On a go-zookeeper
-// connection, whose queue the Client cannot see, read is handed over right
-// before the create is, and overtakes it now and then (its caller then
-// lists again).
+// On zklock's own session, read runs on the create's goroutine as soon as
+// the create is queued (see whenQueued), before the create waits for its
+// reply: it goes on the wire after the create, and its reply, which
+// ZooKeeper sends after the create's, finds the create answered; no
+// goroutine is needed. On a go-zookeeper connection, whose queue the
+// Client cannot see, read is handed to a goroutine right before the create
+// is sent, and overtakes it now and then (its caller then lists again).
 func readBehind[T any](ctx context.Context, c *Client, read func() T) (cctx context.Context, sent func(), out <-chan T, ok bool) {
+	if c.zc.Native() {
+		res := make(chan T, 1)
+		var once sync.Once
+		run := func() { once.Do(func() { res <- read() }) }
+		return context.WithValue(ctx, sendingKey{}, func(string) { run() }), run, res, true
+	}
 	handed := make(chan struct{})
 	var once sync.Once
 	sending := func(string) { once.Do(func() { close(handed) }) }
