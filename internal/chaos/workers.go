@@ -214,25 +214,31 @@ func (w *worker) settle(s *section, h held, relErr error, endedAt time.Time) {
 // guardedWrite writes the token to the resource, guarded by the hold's
 // node (Hold.Multi). ZooKeeper refuses it once the node is gone, and
 // Multi says ErrLockLost; the hold must then be told of its loss within
-// the notice time. A hold that knew of its loss already refuses the write
-// itself, which is not counted as ZooKeeper's refusal.
+// the notice time. So too when the write fails because the session
+// expired, which took the node with it. A hold that knew of its loss
+// already refuses the write itself, which is not counted as ZooKeeper's
+// refusal.
 func (w *worker) guardedWrite(h held) {
 	knewLost := isClosed(h.done)
 	res, err := w.fencedSet(h)
 	switch {
 	case err == nil && len(res) == 1 && res[0].Stat != nil:
 		w.j.wrote(fencedWrite{kind: w.r.kind, zxid: res[0].Stat.Mzxid, token: h.token, who: w.who})
+		return
 	case errors.Is(err, zklock.ErrLockLost):
 		if !knewLost {
 			w.st.staleBlocked.Add(1)
 		}
-		select {
-		case <-h.done:
-		case <-time.After(w.notice):
-			w.j.problem(violUnsignalled+": %s %s: its node is gone but the hold was not told within %v", w.r.kind, w.who, w.notice)
-		}
+	case errors.Is(err, zk.ErrSessionExpired):
+		w.st.writeErrs.Add(1)
 	default:
 		w.st.writeErrs.Add(1)
+		return
+	}
+	select {
+	case <-h.done:
+	case <-time.After(w.notice):
+		w.j.problem(violUnsignalled+": %s %s: its node is gone but the hold was not told within %v (%v)", w.r.kind, w.who, w.notice, err)
 	}
 }
 
