@@ -20,6 +20,10 @@ import (
 //
 //	link := zktest.NewLink(t, cluster)
 //	c, err := zklock.Connect(cluster.Servers(), zklock.WithDialer(link.Dial))
+//
+// With go-zookeeper alone (or a zklock Client made by NewClient on it):
+//
+//	conn, events, err := zk.Connect(cluster.Servers(), timeout, zk.WithDialer(link.Dial))
 type Link struct {
 	f *izk.Faults // written once
 }
@@ -51,9 +55,10 @@ func OpenLink(servers []string) (*Link, error) {
 // then fails to connect. Closing a Link twice does nothing more.
 func (l *Link) Close() error { return l.f.Close() }
 
-// Dial is a zk.Dialer (zk.WithDialer(link.Dial)): it connects to the
-// proxy of address, one of the cluster's servers, or straight to address
-// if it is another.
+// Dial connects to the proxy of address, one of the cluster's servers, or
+// straight to address if it is another. It has the shape of a
+// zklock.Dialer and of a zk.Dialer: pass it as zklock.WithDialer(link.Dial)
+// to zklock's Connect, or as zk.WithDialer(link.Dial) to go-zookeeper's.
 func (l *Link) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
 	return l.f.Dial(network, address, timeout)
 }
@@ -66,8 +71,8 @@ func (l *Link) Cut() { l.f.Cut() }
 
 // Pause makes the Link silent until Resume: connections stay open, but
 // nothing passes, in either direction, on current or new connections. The
-// client's reads time out (go-zookeeper reports the connection down after
-// two thirds of the session timeout), and a pause longer than the session
+// client's reads time out (zklock's Connect, like go-zookeeper, reports
+// the connection down after two thirds of the session timeout), and a pause longer than the session
 // timeout lets the servers expire the session. What was sent meanwhile is
 // held, not lost, and delivered by Resume. Call it from the test's
 // goroutine.

@@ -40,7 +40,8 @@
 // # Faults
 //
 // A [Link] sits between one client and the servers (through
-// zk.WithDialer): [Link.Cut] drops the client's connection at once,
+// zklock.WithDialer(link.Dial) for a zklock Client, zk.WithDialer for a
+// go-zookeeper connection): [Link.Cut] drops the client's connection at once,
 // [Link.Pause] makes it silent (the client's reads time out, and a pause
 // longer than the session timeout expires the session on the servers),
 // [Link.Resume] ends a pause; [Link.Blackhole] swallows the traffic until

@@ -93,7 +93,7 @@ func TestRoot(t *testing.T) {
 	c, err := zklock.Connect(cluster.Servers())
 	require.NoError(t, err)
 	defer c.Close()
-	ok, _, err := c.Conn().Exists(root)
+	ok, _, err := c.Exists(context.Background(), root)
 	require.NoError(t, err)
 	assert.False(t, ok, "the root is deleted after its test")
 }
@@ -147,7 +147,7 @@ func TestStartWithoutZooKeeper(t *testing.T) {
 func TestLinkExpireSession(t *testing.T) {
 	t.Parallel()
 	l := lockThroughLink(t, "expire", zklock.WithErrorPolicy(zklock.SessionPolicy))
-	old := l.c.Conn().SessionID()
+	old := l.session(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -159,7 +159,7 @@ func TestLinkExpireSession(t *testing.T) {
 	}
 	assert.ErrorIs(t, l.hd.Err(), zklock.ErrLockLost)
 	waitState(t, l.states, zklock.StateReconnected)
-	assert.NotEqual(t, old, l.c.Conn().SessionID(), "a new session")
+	assert.NotEqual(t, old, l.session(t), "a new session")
 	assert.Less(t, time.Since(start), 5*time.Second, "at once, not after a session timeout (the default is 30s)")
 	assert.NoError(t, l.link.ExpireSession(ctx), "the new session can be expired too")
 }
@@ -259,6 +259,7 @@ func TestLinkBlackholeRestore(t *testing.T) {
 // linked is a test's Client whose connection goes through a Link, with
 // a hold of a lock under the test's root and the Client's states.
 type linked struct {
+	root   string // the test's root
 	link   *zktest.Link
 	c      *zklock.Client
 	hd     *zklock.Hold
@@ -282,7 +283,21 @@ func lockThroughLink(t *testing.T, name string, opts ...zklock.Option) linked {
 	require.NoError(t, err)
 	hd, err := m.Lock(context.Background())
 	require.NoError(t, err)
-	return linked{link, c, hd, states}
+	return linked{root, link, c, hd, states}
+}
+
+// session returns the id of l's Client's session: the owner of an
+// ephemeral node that the Client makes under the test's root, and deletes.
+func (l linked) session(t *testing.T) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := l.c.Create(ctx, l.root+"/session-", nil, zk.FlagEphemeral|zk.FlagSequence)
+	require.NoError(t, err)
+	_, st, err := l.c.Get(ctx, p)
+	require.NoError(t, err)
+	require.NoError(t, l.c.Delete(ctx, p, -1))
+	return st.EphemeralOwner
 }
 
 // waitState reads states until want comes (bounded).

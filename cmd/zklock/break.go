@@ -79,11 +79,13 @@ func (f *breakFlags) breakNode(args []string, stdin *os.File, stdout, stderr io.
 		return err
 	}
 	defer client.Close()
-	nodePath, err := f.findNode(client, lock, node)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	nodePath, err := f.findNode(ctx, client, lock, node)
 	if err != nil {
 		return err
 	}
-	stat, desc, err := f.describe(client, nodePath)
+	stat, desc, err := f.describe(ctx, client, nodePath)
 	if err != nil {
 		return err
 	}
@@ -93,7 +95,10 @@ func (f *breakFlags) breakNode(args []string, stdin *os.File, stdout, stderr io.
 			return fmt.Errorf("not confirmed: %s not deleted", nodePath)
 		}
 	}
-	if err := client.Conn().Delete(f.full(nodePath), stat.Version); err != nil {
+	// A bound of its own: the confirmation may have taken long.
+	dctx, dcancel := context.WithTimeout(context.Background(), opTimeout)
+	defer dcancel()
+	if err := client.Delete(dctx, nodePath, stat.Version); err != nil {
 		return deleteError(nodePath, err)
 	}
 	fmt.Fprintf(stdout, "deleted %s\n", desc)
@@ -145,14 +150,12 @@ func (f *breakFlags) parseBreak(args []string) (lock, node string, err error) {
 
 // findNode returns the path of the node to delete: node, resolved by
 // findLockNode, or with -holder the holder's node.
-func (f *breakFlags) findNode(c *zklock.Client, lock, node string) (string, error) {
+func (f *breakFlags) findNode(ctx context.Context, c *zklock.Client, lock, node string) (string, error) {
 	if !f.holder {
-		return findLockNode(c, f.common, lock, node)
+		return findLockNode(ctx, c, f.common, lock, node)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
 	in := &inspector{c: c, common: f.common, path: lock}
-	v, _, err := in.read(ctx, false)
+	v, _, err := in.read(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -188,8 +191,8 @@ func some(names []string) string {
 
 // findLockNode resolves node to the path of a node of the lock: a child
 // of the lock path, or for a semaphore a child of its leases or locks node.
-func findLockNode(c *zklock.Client, f *common, lock, node string) (string, error) {
-	l, _, err := (&inspector{c: c, common: f, path: lock}).list(false)
+func findLockNode(ctx context.Context, c *zklock.Client, f *common, lock, node string) (string, error) {
+	l, err := (&inspector{c: c, common: f, path: lock}).list(ctx)
 	switch {
 	case err != nil:
 		return "", err
@@ -210,8 +213,8 @@ func findLockNode(c *zklock.Client, f *common, lock, node string) (string, error
 
 // describe reads the node at p and describes it for people: its path,
 // session, owner, age and token. A node that is not ephemeral is refused.
-func (f *breakFlags) describe(c *zklock.Client, p string) (*zk.Stat, string, error) {
-	data, stat, err := c.Conn().Get(f.full(p))
+func (f *breakFlags) describe(ctx context.Context, c *zklock.Client, p string) (*zk.Stat, string, error) {
+	data, stat, err := c.Get(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, "", noNode("node %s is gone (released meanwhile?)", p)
 	}

@@ -126,7 +126,7 @@ func TestExecNoAuthSaidOnce(t *testing.T) {
 	assert.Contains(t, r.stderr, "check -auth")
 
 	require.NoError(t, m.Release(h))
-	if err := c.Conn().Delete(e.path, -1); !errors.Is(err, zk.ErrNoNode) {
+	if err := c.Delete(ctx(t), e.path, -1); !errors.Is(err, zk.ErrNoNode) {
 		require.NoError(t, err)
 	}
 }

@@ -86,7 +86,7 @@ func (f *inspectFlags) inspect(args []string, stdout io.Writer) error {
 // stderr (after the JSON, with -json), with a hint if a namespace is the
 // likely reason, and the exit code is 4.
 func (f *inspectFlags) once(ctx context.Context, in *inspector, stdout io.Writer) error {
-	v, _, err := in.read(ctx, false)
+	v, _, err := in.read(ctx)
 	if err != nil {
 		return err
 	}
@@ -96,15 +96,23 @@ func (f *inspectFlags) once(ctx context.Context, in *inspector, stdout io.Writer
 		}
 	}
 	if !v.Exists {
-		return in.missing()
+		return in.missing(ctx)
 	}
 	return nil
 }
 
 // follow prints the queue, then again after every change, until ctx ends.
+// Its watches are set on a connection of their own (see
+// common.watchConn).
 func (f *inspectFlags) follow(ctx context.Context, in *inspector, stdout io.Writer) error {
+	conn, err := f.watchConn()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	in.watch = conn
 	for {
-		v, changed, err := in.read(ctx, true)
+		v, changed, err := in.read(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -137,10 +145,11 @@ func (f *inspectFlags) print(w io.Writer, v *queueView) error {
 	return printTable(w, v)
 }
 
-// read reads the queue; with watch, changed is closed at the next change
-// of the lock's children (or of its leases and locks nodes' children).
-func (in *inspector) read(ctx context.Context, watch bool) (v *queueView, changed <-chan struct{}, err error) {
-	l, chans, err := in.list(watch)
+// read reads the queue, on the Client. With a watch connection (-watch),
+// changed is closed at the next change of the lock's children (or of its
+// leases and locks nodes' children) after the listing read.
+func (in *inspector) read(ctx context.Context) (v *queueView, changed <-chan struct{}, err error) {
+	l, chans, err := in.listWatched(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -156,36 +165,72 @@ func (in *inspector) read(ctx context.Context, watch bool) (v *queueView, change
 	return v, anyOf(ctx, chans), nil
 }
 
-// children lists p's children, and with watch sets a watch on them (or on
-// p's creation, if p does not exist).
-func (in *inspector) children(p string, watch bool) ([]string, bool, []<-chan zk.Event, error) {
-	conn, full := in.c.Conn(), in.common.full(p)
+// lagPause is how long listWatched waits before it lists again when the
+// Client's listing and the watch connection's differ, and no watch fires.
+const lagPause = 20 * time.Millisecond
+
+// listWatched lists the lock on the Client and, with a watch connection,
+// there too, setting watches. The two are sessions of their own, whose
+// servers may be a change apart: when the listings differ, it lists both
+// again, after the next change or a short pause, until they agree. The
+// watches returned then fire at every change after the Client's listing.
+func (in *inspector) listWatched(ctx context.Context) (*listing, []<-chan zk.Event, error) {
 	for {
-		var (
-			children []string
-			ch       <-chan zk.Event
-			err      error
-		)
-		if watch {
-			children, _, ch, err = conn.ChildrenW(full)
-		} else {
-			children, _, err = conn.Children(full)
+		l, err := in.list(ctx)
+		if err != nil || in.watch == nil {
+			return l, nil, err
 		}
+		w, chans, err := listWith(in.path, in.watchChildren)
+		if err != nil {
+			return nil, nil, err
+		}
+		if l.same(w) {
+			return l, chans, nil
+		}
+		wctx, cancel := context.WithTimeout(ctx, lagPause)
+		select { // anyOf's goroutines end with wctx
+		case <-anyOf(wctx, chans):
+		case <-wctx.Done():
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+// children lists the children of the node at p on the Client, and says
+// whether it exists.
+func (in *inspector) children(ctx context.Context, p string) ([]string, bool, error) {
+	children, _, err := in.c.Children(ctx, p)
+	switch {
+	case err == nil:
+		return children, true, nil
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, false, nil
+	}
+	return nil, false, opError("list", p, err)
+}
+
+// watchChildren is a lister on the watch connection: it lists the
+// children of the node at p and sets a watch on them, or on p's creation
+// if p does not exist.
+func (in *inspector) watchChildren(p string) ([]string, bool, <-chan zk.Event, error) {
+	conn, full := in.watch, in.common.full(p)
+	for {
+		children, _, ch, err := conn.ChildrenW(full)
 		if err == nil {
-			return children, true, []<-chan zk.Event{ch}, nil
+			return children, true, ch, nil
 		}
 		if !errors.Is(err, zk.ErrNoNode) {
 			return nil, false, nil, opError("list", p, err)
-		}
-		if !watch {
-			return nil, false, nil, nil
 		}
 		exists, _, ch, err := conn.ExistsW(full)
 		if err != nil {
 			return nil, false, nil, opError("watch", p, err)
 		}
 		if !exists {
-			return nil, false, []<-chan zk.Event{ch}, nil
+			return nil, false, ch, nil
 		}
 		// Created meanwhile: list again.
 	}

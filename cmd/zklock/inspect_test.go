@@ -64,7 +64,17 @@ func (v jsonView) sessions() []string {
 	return v.column(func(i int) string { return v.Nodes[i].Session })
 }
 
-func session(c *zklock.Client) string { return fmt.Sprintf("0x%x", c.Conn().SessionID()) }
+// session returns c's session id as inspect shows it: the owner of an
+// ephemeral node that c makes under the test's root, and deletes.
+func (e *env) session(c *zklock.Client) string {
+	e.t.Helper()
+	p, err := c.Create(ctx(e.t), e.root+"/session-", nil, zk.FlagEphemeral|zk.FlagSequence)
+	require.NoError(e.t, err)
+	_, st, err := c.Get(ctx(e.t), p)
+	require.NoError(e.t, err)
+	require.NoError(e.t, c.Delete(ctx(e.t), p, -1))
+	return fmt.Sprintf("0x%x", st.EphemeralOwner)
+}
 
 // waiting is an Acquire queued in the background.
 type waiting struct {
@@ -110,13 +120,13 @@ func TestInspectMutex(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, e.path+": mutex, 1 holder, 2 waiters")
 	assert.Regexp(t, `POS\s+KIND\s+ROLE\s+SESSION\s+OWNER\s+AGE\s+TOKEN\s+NODE`, r.stdout)
-	assert.Regexp(t, fmt.Sprintf(`0\s+lock\s+holder\s+%s\s+.*\s+%d\s+%s`, session(c1), token, path.Base(m1.LockPath(h1))), r.stdout)
+	assert.Regexp(t, fmt.Sprintf(`0\s+lock\s+holder\s+%s\s+.*\s+%d\s+%s`, e.session(c1), token, path.Base(m1.LockPath(h1))), r.stdout)
 
 	v := e.inspectJSON(e.path)
 	assert.Equal(t, "mutex", v.Recipe)
 	assert.True(t, v.Exists)
 	assert.Equal(t, []string{"holder", "waiter", "waiter"}, v.roles())
-	assert.Equal(t, []string{session(c1), session(c2), session(c3)}, v.sessions())
+	assert.Equal(t, []string{e.session(c1), e.session(c2), e.session(c3)}, v.sessions())
 	assert.Equal(t, 1, v.Holders)
 	assert.Equal(t, 2, v.Waiters)
 	holder := v.Nodes[0]
@@ -180,7 +190,7 @@ func TestInspectSemaphore(t *testing.T) {
 	assert.Equal(t, "semaphore", v.Recipe)
 	assert.Equal(t, []string{"lease", "lease", "lease", "acquirer"}, v.kinds())
 	assert.Equal(t, []string{"holder", "holder", "waiter", "waiter"}, v.roles())
-	assert.Equal(t, []string{session(c1), session(c1), session(c2), session(c2)}, v.sessions())
+	assert.Equal(t, []string{e.session(c1), e.session(c1), e.session(c2), e.session(c2)}, v.sessions())
 	assert.Equal(t, leases[0].Token(), v.Nodes[0].Token)
 	assert.Equal(t, leases[1].Path(), v.Nodes[1].Path)
 	assert.Equal(t, "locks", v.Nodes[3].Queue)
@@ -312,6 +322,12 @@ func TestInspectDigestACL(t *testing.T) {
 	require.Len(t, v.Nodes, 1)
 	assert.Equal(t, "owner-42", v.Nodes[0].Owner)
 	assert.Equal(t, "holder", v.Nodes[0].Role)
+	// -watch sets its watches on a connection of its own, which
+	// authenticates as the Client does.
+	p := e.start("inspect", "-watch", "-json", "-auth", "ops:s3cret", e.path)
+	p.readUntil(t, regexp.MustCompile(`"owner":"owner-42"`))
+	p.signal(t, syscall.SIGTERM)
+	assert.Equal(t, 0, p.wait(t), "stderr: %s", p.stderr)
 
 	for _, auth := range [][]string{nil, {"-auth", "ops:wrong"}} {
 		r := e.run(append(append([]string{"inspect"}, auth...), e.path)...)
@@ -322,7 +338,7 @@ func TestInspectDigestACL(t *testing.T) {
 	}
 	require.NoError(t, m.Release(h))
 	// Only the owner may list the lock path: delete it now, for the clean-up.
-	if err := c.Conn().Delete(e.path, -1); !errors.Is(err, zk.ErrNoNode) {
+	if err := c.Delete(ctx(t), e.path, -1); !errors.Is(err, zk.ErrNoNode) {
 		require.NoError(t, err)
 	}
 }

@@ -66,7 +66,7 @@ func (f *leaderFlags) leader(args []string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	in := &inspector{c: client, common: f.common, path: p, selector: true}
-	v, _, err := in.read(ctx, false)
+	v, _, err := in.read(ctx)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (f *leaderFlags) leader(args []string, stdout io.Writer) error {
 	}
 	switch {
 	case !v.Exists:
-		return in.missing()
+		return in.missing(ctx)
 	case v.Leader == nil && len(v.Nodes) == 0:
 		return fmt.Errorf("no leader: %s has no participants", p)
 	case v.Leader == nil:

@@ -121,7 +121,7 @@ func (w *walker) walk(ctx context.Context, p string, top bool) error {
 		return ctx.Err()
 	}
 	in := &inspector{c: w.c, common: w.common, path: p}
-	l, _, err := in.list(false)
+	l, err := in.list(ctx)
 	switch {
 	case err != nil && ((top && l == nil) || lost(err)):
 		return err

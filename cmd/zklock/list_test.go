@@ -320,10 +320,10 @@ func TestListSemaphoreByItsNodes(t *testing.T) {
 		_, err := e.admin.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
 		require.NoError(t, err)
 	}
-	acquirer, err := c.Conn().Create(idle+"/locks/_c_0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0-lock-", []byte("o"),
-		zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	acquirer, err := c.Create(ctx(t), idle+"/locks/_c_0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0-lock-", []byte("o"),
+		zk.FlagEphemeral|zk.FlagSequence)
 	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, c.Conn().Delete(acquirer, -1)) })
+	t.Cleanup(func() { assert.NoError(t, c.Delete(context.Background(), acquirer, -1)) })
 
 	got := ignoreAge(e.listJSON(e.root))
 	one := []string{"o"}
@@ -357,7 +357,7 @@ func (e *env) ownerOnly(secret func(p string) bool, dirs ...string) (*zklock.Cli
 		}))
 	t.Cleanup(func() {
 		for _, d := range dirs {
-			if err := c.Conn().Delete(d, -1); !errors.Is(err, zk.ErrNoNode) { // a container the server reaped
+			if err := c.Delete(context.Background(), d, -1); !errors.Is(err, zk.ErrNoNode) { // a container the server reaped
 				assert.NoError(t, err, d)
 			}
 		}

@@ -86,7 +86,10 @@
 //	}
 //
 // With -watch, inspect prints again on every change of the lock's children
-// (ZooKeeper watches), until SIGINT or SIGTERM, and then exits 0.
+// (ZooKeeper watches), until SIGINT or SIGTERM, and then exits 0. It sets
+// its watches on a second session of its own, with the same servers and
+// -auth, since the library's Client offers no watch; revoke -wait does
+// too.
 //
 // # leader
 //

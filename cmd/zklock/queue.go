@@ -72,6 +72,10 @@ type inspector struct {
 	common   *common
 	path     string // as given, relative to the namespace
 	selector bool   // read reads a mutex layout as a Selector's: see asSelector
+
+	// watch, with -watch, is the connection that read sets its watches on
+	// (see common.watchConn); nil otherwise. Every read is the Client's.
+	watch *zk.Conn
 }
 
 // A Semaphore's two nodes below its path, in Curator's
@@ -92,6 +96,7 @@ type listing struct {
 	exists   bool
 	children []string
 	sem      *semNodes // nil unless the path is a Semaphore's
+	dirs     [2]dir    // the leases and locks nodes, as listed, if children holds a leases node
 }
 
 // semNodes are the children of a Semaphore's leases and locks nodes.
@@ -125,34 +130,54 @@ func semaphoreLayout(leases, locks dir) bool {
 	return !slices.ContainsFunc(locks.children, func(n string) bool { return !isLockNode(n, lockMark) })
 }
 
-// list lists the lock path's children, and if it has a leases node the
-// children of its leases and locks nodes, to tell whether it is a
-// Semaphore's (see semaphoreLayout). With watch, it sets a watch on each
-// listing (or on the creation of a node that does not exist). If the
-// leases or locks node cannot be listed, list returns the error with
-// the path's listing, read as no Semaphore's.
-func (in *inspector) list(watch bool) (*listing, []<-chan zk.Event, error) {
-	children, exists, chans, err := in.children(in.path, watch)
+// list lists the lock path's children on the Client, and if it has a
+// leases node the children of its leases and locks nodes, to tell whether
+// it is a Semaphore's (see semaphoreLayout). If the leases or locks node
+// cannot be listed, list returns the error with the path's listing, read
+// as no Semaphore's.
+func (in *inspector) list(ctx context.Context) (*listing, error) {
+	l, _, err := listWith(in.path, func(p string) ([]string, bool, <-chan zk.Event, error) {
+		children, exists, err := in.children(ctx, p)
+		return children, exists, nil, err
+	})
+	return l, err
+}
+
+// lister lists the children of the node at p (relative to the
+// namespace), says whether it exists, and may set a watch that fires at
+// their next change (or at p's creation).
+type lister func(p string) (children []string, exists bool, watch <-chan zk.Event, err error)
+
+// listWith is list with ls, and also returns the watches ls set.
+func listWith(lock string, ls lister) (*listing, []<-chan zk.Event, error) {
+	children, exists, ch, err := ls(lock)
 	if err != nil {
 		return nil, nil, err
 	}
 	l := &listing{exists: exists, children: slices.Sorted(slices.Values(children))}
+	chans := []<-chan zk.Event{ch}
 	if !slices.Contains(children, leasesNode) {
 		return l, chans, nil
 	}
-	var dirs [2]dir
 	for i, sub := range []string{leasesNode, locksNode} {
-		names, ok, more, err := in.children(path.Join(in.path, sub), watch)
+		names, ok, ch, err := ls(path.Join(lock, sub))
 		if err != nil {
+			l.dirs = [2]dir{}
 			return l, nil, err
 		}
-		dirs[i] = dir{ok, names}
-		chans = append(chans, more...)
+		l.dirs[i] = dir{ok, slices.Sorted(slices.Values(names))}
+		chans = append(chans, ch)
 	}
-	if semaphoreLayout(dirs[0], dirs[1]) {
-		l.sem = &semNodes{leases: dirs[0].children, locks: dirs[1].children}
+	if semaphoreLayout(l.dirs[0], l.dirs[1]) {
+		l.sem = &semNodes{leases: l.dirs[0].children, locks: l.dirs[1].children}
 	}
 	return l, chans, nil
+}
+
+// same reports whether l and o list the same nodes.
+func (l *listing) same(o *listing) bool {
+	eq := func(a, b dir) bool { return a.exists == b.exists && slices.Equal(a.children, b.children) }
+	return eq(dir{l.exists, l.children}, dir{o.exists, o.children}) && eq(l.dirs[0], o.dirs[0]) && eq(l.dirs[1], o.dirs[1])
 }
 
 // detect names the recipe whose layout children, a lock path's, belong
@@ -231,12 +256,12 @@ func (in *inspector) view(ctx context.Context, l *listing) (*queueView, error) {
 	var err error
 	switch v.Recipe {
 	case recipeMutex:
-		err = in.firstHolds(v, children, lockMark, "lock")
+		err = in.firstHolds(ctx, v, children, lockMark, "lock")
 	case recipeLatch:
-		err = in.firstHolds(v, children, "latch-", "latch")
+		err = in.firstHolds(ctx, v, children, "latch-", "latch")
 		setLeader(v)
 	case recipeRWLock:
-		err = in.rwlock(v, children)
+		err = in.rwlock(ctx, v, children)
 	case recipeSemaphore:
 		err = in.semaphore(ctx, v, children)
 	case recipeUnknown:
@@ -300,11 +325,11 @@ func isLockNode(name string, marks ...string) bool {
 // LeaderLatch; nodes ..latch-<seq>), whose holder is the leader and whose
 // owners are participant ids. The first node that still exists when read
 // holds, as the library decides once it sees the nodes ahead gone.
-func (in *inspector) firstHolds(v *queueView, children []string, mark, kind string) error {
+func (in *inspector) firstHolds(ctx context.Context, v *queueView, children []string, mark, kind string) error {
 	names, others := lockNodes(children, zklock.StandardDriver{}, mark)
 	v.Others = append(v.Others, others...)
 	for _, name := range names {
-		if err := in.add(v, "lock", kind, name, roleOf(len(v.Nodes) == 0)); err != nil {
+		if err := in.add(ctx, v, "lock", kind, name, roleOf(len(v.Nodes) == 0)); err != nil {
 			return err
 		}
 	}
@@ -354,7 +379,7 @@ func (rwOrder) SortKey(child, _ string) string {
 // rwlock fills v with a ReadWriteLock's queue, from the lock path's
 // children: the first node holds if it is a writer, and readers hold while
 // no writer is ahead of them.
-func (in *inspector) rwlock(v *queueView, children []string) error {
+func (in *inspector) rwlock(ctx context.Context, v *queueView, children []string) error {
 	names, others := lockNodes(children, rwOrder{}, layout.ReadLockName, layout.WriteLockName)
 	v.Others = append(v.Others, others...)
 	for _, name := range names {
@@ -365,7 +390,7 @@ func (in *inspector) rwlock(v *queueView, children []string) error {
 		} else {
 			held, _, _ = layout.ReaderGetsTheLock(names, name)
 		}
-		if err := in.add(v, "lock", kind, name, roleOf(held)); err != nil {
+		if err := in.add(ctx, v, "lock", kind, name, roleOf(held)); err != nil {
 			return err
 		}
 	}
@@ -420,7 +445,7 @@ func (in *inspector) semaphore(ctx context.Context, v *queueView, children []str
 		return err
 	}
 	for _, name := range acquirers {
-		if err := in.add(v, locksNode, "acquirer", name, roleWaiter); err != nil {
+		if err := in.add(ctx, v, locksNode, "acquirer", name, roleWaiter); err != nil {
 			return err
 		}
 	}
@@ -430,7 +455,7 @@ func (in *inspector) semaphore(ctx context.Context, v *queueView, children []str
 	}
 	var lv queueView
 	for _, name := range leases {
-		if err := in.add(&lv, leasesNode, "lease", name, roleHolder); err != nil {
+		if err := in.add(ctx, &lv, leasesNode, "lease", name, roleHolder); err != nil {
 			return err
 		}
 	}
@@ -447,7 +472,7 @@ func (in *inspector) semaphore(ctx context.Context, v *queueView, children []str
 // unknown fills v with children of a layout no recipe makes.
 func (in *inspector) unknown(ctx context.Context, v *queueView, children []string) error {
 	for _, name := range children {
-		if err := in.add(v, "lock", "unknown", name, roleUnknown); err != nil {
+		if err := in.add(ctx, v, "lock", "unknown", name, roleUnknown); err != nil {
 			return err
 		}
 	}
@@ -480,13 +505,13 @@ func roleOf(held bool) string {
 // leases or locks node) and appends it to v. A node gone meanwhile is
 // left out; a node that is not ephemeral is not a participant (lock nodes
 // are ephemeral): it goes to v.Others.
-func (in *inspector) add(v *queueView, queue, kind, name, role string) error {
+func (in *inspector) add(ctx context.Context, v *queueView, queue, kind, name, role string) error {
 	dir := in.path
 	if queue != "lock" {
 		dir = path.Join(in.path, queue)
 	}
 	p := path.Join(dir, name)
-	data, stat, err := in.c.Conn().Get(in.common.full(p))
+	data, stat, err := in.c.Get(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}

@@ -3,7 +3,9 @@ package main
 import (
 	"testing"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestDetectRecipe(t *testing.T) {
@@ -73,6 +75,43 @@ func TestListingBeside(t *testing.T) {
 		locks:  []string{"_c_b-lock-0000000002", "x"},
 	}}
 	assert.Equal(t, []string{"inner", "leases/deep", "locks/x"}, l.beside(recipeSemaphore))
+}
+
+// inspect -watch lists a lock on the Client and on its watch connection,
+// and trusts its watches only when both list the same nodes: those of the
+// lock path, and of a semaphore's leases and locks nodes.
+func TestListingsAgree(t *testing.T) {
+	const lease, lock = "_c_a-lease-0000000001", "_c_b-lock-0000000002"
+	tree := func(nodes map[string][]string) lister {
+		return func(p string) ([]string, bool, <-chan zk.Event, error) {
+			children, ok := nodes[p]
+			return children, ok, nil, nil
+		}
+	}
+	sem := map[string][]string{"/s": {"locks", "leases"}, "/s/leases": {lease}, "/s/locks": {lock}}
+	for _, tc := range []struct {
+		name  string
+		other map[string][]string
+		want  bool
+	}{
+		{"the same, listed in another order", map[string][]string{"/s": {"leases", "locks"}, "/s/leases": {lease}, "/s/locks": {lock}}, true},
+		{"a lease more", map[string][]string{"/s": {"leases", "locks"}, "/s/leases": {lease, "_c_c-lease-0000000003"}, "/s/locks": {lock}}, false},
+		{"an acquirer less", map[string][]string{"/s": {"leases", "locks"}, "/s/leases": {lease}, "/s/locks": {}}, false},
+		{"no locks node yet", map[string][]string{"/s": {"leases"}, "/s/leases": {lease}}, false},
+		{"gone", map[string][]string{}, false},
+	} {
+		a, _, err := listWith("/s", tree(sem))
+		require.NoError(t, err)
+		b, _, err := listWith("/s", tree(tc.other))
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, a.same(b), tc.name)
+		assert.Equal(t, tc.want, b.same(a), tc.name)
+	}
+	gone, _, err := listWith("/m", tree(nil))
+	require.NoError(t, err)
+	empty, _, err := listWith("/m", tree(map[string][]string{"/m": nil}))
+	require.NoError(t, err)
+	assert.False(t, gone.same(empty), "a path created meanwhile")
 }
 
 func TestRoleOf(t *testing.T) {

@@ -66,11 +66,11 @@ func (f *revokeFlags) revoke(args []string, stdout io.Writer) error {
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	nodePath, err := findNode(client, f.common, lock, node)
+	nodePath, err := findNode(ctx, client, f.common, lock, node)
 	if err != nil {
 		return err
 	}
-	replaced, err := f.replaced(client, nodePath)
+	replaced, err := f.replaced(ctx, client, nodePath)
 	if err != nil {
 		return err
 	}
@@ -82,15 +82,15 @@ func (f *revokeFlags) revoke(args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "the holder releases only if it is revocable (-wait D tells)")
 		return nil
 	}
-	return f.awaitRelease(client, nodePath, stdout)
+	return f.awaitRelease(nodePath, stdout)
 }
 
 // replaced reads the node at p before revoke overwrites its data, and
 // says whose data that is: its owner and session. The revocation request
 // replaces the owner, so that neither inspect nor anyone else can read it
 // afterwards; a request made by another meanwhile replaces the same data.
-func (f *revokeFlags) replaced(c *zklock.Client, p string) (string, error) {
-	data, stat, err := c.Conn().Get(f.full(p))
+func (f *revokeFlags) replaced(ctx context.Context, c *zklock.Client, p string) (string, error) {
+	data, stat, err := c.Get(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", noNode("node %s is gone (released meanwhile?)", p)
 	}
@@ -105,11 +105,17 @@ func (f *revokeFlags) replaced(c *zklock.Client, p string) (string, error) {
 		owner, stat.EphemeralOwner, layout.RevokeMessage), nil
 }
 
-// awaitRelease waits up to -wait for the node at p to be deleted.
-func (f *revokeFlags) awaitRelease(c *zklock.Client, p string, stdout io.Writer) error {
+// awaitRelease waits up to -wait for the node at p to be deleted. Its
+// watch is set on a connection of its own (see common.watchConn).
+func (f *revokeFlags) awaitRelease(p string, stdout io.Writer) error {
 	timeout := time.After(f.wait)
+	conn, err := f.watchConn()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
 	for {
-		exists, _, ch, err := c.Conn().ExistsW(f.full(p))
+		exists, _, ch, err := conn.ExistsW(f.full(p))
 		if err != nil {
 			return opError("watch", p, err)
 		}
@@ -129,8 +135,8 @@ func (f *revokeFlags) awaitRelease(c *zklock.Client, p string, stdout io.Writer)
 // path) to the path of an existing child of lock. A semaphore's nodes are
 // refused: its leases are not revocable (neither zklock's Semaphore nor
 // Curator's InterProcessSemaphoreV2 listens for revocation).
-func findNode(c *zklock.Client, f *common, lock, node string) (string, error) {
-	l, _, err := (&inspector{c: c, common: f, path: lock}).list(false)
+func findNode(ctx context.Context, c *zklock.Client, f *common, lock, node string) (string, error) {
+	l, err := (&inspector{c: c, common: f, path: lock}).list(ctx)
 	switch {
 	case err != nil:
 		return "", err

@@ -126,12 +126,12 @@ func TestRevokeReplacesOwner(t *testing.T) {
 	node := m.LockPath(h)
 	r := e.run("revoke", e.path, path.Base(node))
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, "revocation requested: "+node+" (owner 10.0.0.7, session "+session(c)+
+	assert.Equal(t, "revocation requested: "+node+" (owner 10.0.0.7, session "+e.session(c)+
 		"; its node data now reads __REVOKE__)\nthe holder releases only if it is revocable (-wait D tells)\n", r.stdout)
 
 	r = e.run("inspect", e.path)
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Regexp(t, `0\s+lock\s+holder\s+`+session(c)+`\s+\(revoked\)\s`, r.stdout)
+	assert.Regexp(t, `0\s+lock\s+holder\s+`+e.session(c)+`\s+\(revoked\)\s`, r.stdout)
 	assert.NotContains(t, r.stdout, "__REVOKE__")
 	r = e.run("inspect", "-json", e.path)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -151,11 +151,11 @@ func TestRevokeReplacesOwner(t *testing.T) {
 
 	r = e.run("revoke", "-wait", "1ms", e.path, path.Base(node))
 	assert.Equal(t, 1, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "revocation requested: "+node+" (session "+session(c)+"; already revoked: its owner is no longer recorded)\n")
+	assert.Contains(t, r.stdout, "revocation requested: "+node+" (session "+e.session(c)+"; already revoked: its owner is no longer recorded)\n")
 	assert.NotContains(t, r.stdout, "releases only if")
 	r = e.run("break", "-force", e.path, path.Base(node))
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "deleted "+node+" (session "+session(c)+", owner (revoked), age ")
+	assert.Contains(t, r.stdout, "deleted "+node+" (session "+e.session(c)+", owner (revoked), age ")
 	lostHold(t, h)
 }
 

@@ -63,7 +63,7 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 		return err
 	}
 	defer admin.Close()
-	defer cleanup(admin.Conn(), root) // after the sessions close
+	defer cleanup(admin, root) // after the sessions close
 	if err := put(ctx, admin, storePath, "0 empty"); err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func play(ctx context.Context, out io.Writer, alice, bob *session, link *zktest.
 		return err
 	}
 	fmt.Fprintf(out, "alice: holds the lock, fencing token %d\n", aliceToken)
-	if err := report(out, "alice", fencedWrite(ctx, alice.c.Conn(), aliceToken, "alice-1")); err != nil {
+	if err := report(out, "alice", fencedWrite(ctx, alice.c, aliceToken, "alice-1")); err != nil {
 		return err
 	}
 
@@ -142,7 +142,7 @@ func play(ctx context.Context, out io.Writer, alice, bob *session, link *zktest.
 		return err
 	}
 	fmt.Fprintf(out, "bob:   holds the lock once alice's session expired, fencing token %d\n", bobToken)
-	if err := report(out, "bob", fencedWrite(ctx, bob.c.Conn(), bobToken, "bob-1")); err != nil {
+	if err := report(out, "bob", fencedWrite(ctx, bob.c, bobToken, "bob-1")); err != nil {
 		return err
 	}
 
@@ -158,7 +158,7 @@ func play(ctx context.Context, out io.Writer, alice, bob *session, link *zktest.
 	if err := aliceHold.Release(); !errors.Is(err, zklock.ErrLockLost) {
 		return fmt.Errorf("alice's release: want ErrLockLost, got %v", err)
 	}
-	return errors.Join(bobHold.Release(), printStore(out, bob.c.Conn()))
+	return errors.Join(bobHold.Release(), printStore(ctx, out, bob.c))
 }
 
 // staleWrites makes alice's two late writes and fails if either is
@@ -174,7 +174,7 @@ func staleWrites(ctx context.Context, out io.Writer, alice *session, hold *zkloc
 		return fmt.Errorf("alice's guarded write: want ErrLockLost, got %w", err)
 	}
 	fmt.Fprintf(out, "alice: guarded write (Hold.Multi: check on her lock node + set) REJECTED, lock lost: %v\n", err)
-	err = fencedWrite(ctx, alice.c.Conn(), token, "alice-2")
+	err = fencedWrite(ctx, alice.c, token, "alice-2")
 	if !errors.Is(err, errStale) {
 		return fmt.Errorf("VIOLATED: alice's write with token %d: want a rejection, got %v", token, err)
 	}
@@ -182,7 +182,7 @@ func staleWrites(ctx context.Context, out io.Writer, alice *session, hold *zkloc
 }
 
 // awaitNewSession waits until s's Client has its session back after
-// losing it: the server expired it, so go-zookeeper made a new one.
+// losing it: the server expired it, so her Client made a new one.
 func awaitNewSession(ctx context.Context, s *session) error {
 	lost := false
 	for {
@@ -199,13 +199,17 @@ func awaitNewSession(ctx context.Context, s *session) error {
 }
 
 // cleanup deletes tree and everything under it, then each ancestor of
-// tree that is left empty, so that the example leaves nothing behind.
-func cleanup(conn *zk.Conn, tree string) error {
-	if err := deleteTree(conn, tree); err != nil {
+// tree that is left empty, so that the example leaves nothing behind. It
+// runs after the example's context may have ended: it has a bound of its
+// own.
+func cleanup(c *zklock.Client, tree string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := deleteTree(ctx, c, tree); err != nil {
 		return err
 	}
 	for p := path.Dir(tree); p != "/"; p = path.Dir(p) {
-		err := conn.Delete(p, -1)
+		err := c.Delete(ctx, p, -1)
 		if errors.Is(err, zk.ErrNotEmpty) {
 			return nil
 		}
@@ -217,8 +221,8 @@ func cleanup(conn *zk.Conn, tree string) error {
 }
 
 // deleteTree deletes p and everything under it.
-func deleteTree(conn *zk.Conn, p string) error {
-	children, _, err := conn.Children(p)
+func deleteTree(ctx context.Context, c *zklock.Client, p string) error {
+	children, _, err := c.Children(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -226,11 +230,11 @@ func deleteTree(conn *zk.Conn, p string) error {
 		return err
 	}
 	for _, child := range children {
-		if err := deleteTree(conn, path.Join(p, child)); err != nil {
+		if err := deleteTree(ctx, c, path.Join(p, child)); err != nil {
 			return err
 		}
 	}
-	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := c.Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
 	return nil
@@ -239,14 +243,13 @@ func deleteTree(conn *zk.Conn, p string) error {
 // put sets the node at p to value, creating it, and its missing
 // ancestors through Client.EnsurePath, if needed.
 func put(ctx context.Context, c *zklock.Client, p, value string) error {
-	conn := c.Conn()
-	_, err := conn.Set(p, []byte(value), -1)
+	_, err := c.Set(ctx, p, []byte(value), -1)
 	if !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
 	if err := c.EnsurePath(ctx, path.Dir(p)); err != nil {
 		return err
 	}
-	_, err = conn.Create(p, []byte(value), 0, zk.WorldACL(zk.PermAll))
+	_, err = c.Create(ctx, p, []byte(value), 0)
 	return err
 }

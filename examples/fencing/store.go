@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock"
 )
 
 // errStale is returned by fencedWrite for a token older than the store's.
@@ -19,9 +21,9 @@ var errStale = errors.New("stale fencing token")
 // the connection fails under it (alice's session has only just come back),
 // until ctx ends: a write the network dropped is neither accepted nor
 // rejected.
-func fencedWrite(ctx context.Context, conn *zk.Conn, token int64, value string) error {
+func fencedWrite(ctx context.Context, c *zklock.Client, token int64, value string) error {
 	for {
-		err := casWrite(conn, token, value)
+		err := casWrite(ctx, c, token, value)
 		if !errors.Is(err, zk.ErrNoServer) && !errors.Is(err, zk.ErrConnectionClosed) {
 			return err
 		}
@@ -35,9 +37,9 @@ func fencedWrite(ctx context.Context, conn *zk.Conn, token int64, value string) 
 
 // casWrite is one try of fencedWrite: it retries only a lost race with
 // another writer.
-func casWrite(conn *zk.Conn, token int64, value string) error {
+func casWrite(ctx context.Context, c *zklock.Client, token int64, value string) error {
 	for {
-		data, stat, err := conn.Get(storePath)
+		data, stat, err := c.Get(ctx, storePath)
 		if err != nil {
 			return err
 		}
@@ -49,7 +51,7 @@ func casWrite(conn *zk.Conn, token int64, value string) error {
 		if token < last {
 			return fmt.Errorf("write %q with token %d: %w (the store has seen %d)", value, token, errStale, last)
 		}
-		_, err = conn.Set(storePath, fmt.Appendf(nil, "%d %s", token, value), stat.Version)
+		_, err = c.Set(ctx, storePath, fmt.Appendf(nil, "%d %s", token, value), stat.Version)
 		if !errors.Is(err, zk.ErrBadVersion) {
 			if err == nil {
 				return nil
@@ -74,8 +76,8 @@ func report(out io.Writer, who string, err error) error {
 }
 
 // printStore prints what the store holds at the end.
-func printStore(out io.Writer, conn *zk.Conn) error {
-	data, _, err := conn.Get(storePath)
+func printStore(ctx context.Context, out io.Writer, c *zklock.Client) error {
+	data, _, err := c.Get(ctx, storePath)
 	if err != nil {
 		return err
 	}

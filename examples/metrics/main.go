@@ -82,7 +82,7 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 		return err
 	}
 	defer admin.Close()
-	defer cleanup(admin.Conn(), root) // after the sessions close
+	defer cleanup(admin, root) // after the sessions close
 	col := zklockprom.New(zklockprom.Options{})
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(col); err != nil {
@@ -262,7 +262,7 @@ func lose(ctx context.Context, admin, holder *zklock.Client, did *tally) error {
 	}
 	defer hold.Release() // on an early return; a no-op after the release below
 	did.acquired++
-	if err := admin.Conn().Delete(hold.Path(), -1); err != nil {
+	if err := admin.Delete(ctx, hold.Path(), -1); err != nil {
 		return err
 	}
 	select {
@@ -340,13 +340,17 @@ func hasLabels(m *dto.Metric, kv []string) bool {
 }
 
 // cleanup deletes tree and everything under it, then each ancestor of
-// tree that is left empty, so that the example leaves nothing behind.
-func cleanup(conn *zk.Conn, tree string) error {
-	if err := deleteTree(conn, tree); err != nil {
+// tree that is left empty, so that the example leaves nothing behind. It
+// runs after the example's context may have ended: it has a bound of its
+// own.
+func cleanup(c *zklock.Client, tree string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := deleteTree(ctx, c, tree); err != nil {
 		return err
 	}
 	for p := path.Dir(tree); p != "/"; p = path.Dir(p) {
-		err := conn.Delete(p, -1)
+		err := c.Delete(ctx, p, -1)
 		if errors.Is(err, zk.ErrNotEmpty) {
 			return nil
 		}
@@ -358,8 +362,8 @@ func cleanup(conn *zk.Conn, tree string) error {
 }
 
 // deleteTree deletes p and everything under it.
-func deleteTree(conn *zk.Conn, p string) error {
-	children, _, err := conn.Children(p)
+func deleteTree(ctx context.Context, c *zklock.Client, p string) error {
+	children, _, err := c.Children(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -367,11 +371,11 @@ func deleteTree(conn *zk.Conn, p string) error {
 		return err
 	}
 	for _, child := range children {
-		if err := deleteTree(conn, path.Join(p, child)); err != nil {
+		if err := deleteTree(ctx, c, path.Join(p, child)); err != nil {
 			return err
 		}
 	}
-	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := c.Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
 	return nil

@@ -72,7 +72,7 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 		return err
 	}
 	defer admin.Close()
-	defer cleanup(admin.Conn(), root) // after the sessions close
+	defer cleanup(admin, root) // after the sessions close
 	for _, a := range accounts {
 		if err := put(ctx, admin, a.balance, strconv.Itoa(opening)); err != nil {
 			return err
@@ -89,8 +89,8 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 		}
 		return err
 	}
-	a, errA := balance(admin.Conn(), accounts["A"])
-	b, errB := balance(admin.Conn(), accounts["B"])
+	a, errA := balance(ctx, admin, accounts["A"])
+	b, errB := balance(ctx, admin, accounts["B"])
 	if err := errors.Join(errA, errB); err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func transferAll(ctx context.Context, servers []string) (int, error) {
 			go func() {
 				defer wg.Done()
 				for range transfers {
-					results <- transfer(ctx, c.Conn(), ml, from, to)
+					results <- transfer(ctx, c, ml, from, to)
 				}
 			}()
 		}
@@ -144,17 +144,17 @@ func transferAll(ctx context.Context, servers []string) (int, error) {
 // read-modify-write of each balance that, without the locks, would lose
 // updates. The Hold releases both locks, and its Release's error (a lost
 // lock) is returned with the rest.
-func transfer(ctx context.Context, conn *zk.Conn, ml *zklock.MultiLock, from, to account) (err error) {
+func transfer(ctx context.Context, c *zklock.Client, ml *zklock.MultiLock, from, to account) (err error) {
 	hold, err := ml.Lock(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, hold.Release()) }()
-	f, err := balance(conn, from)
+	f, err := balance(ctx, c, from)
 	if err != nil {
 		return err
 	}
-	t, err := balance(conn, to)
+	t, err := balance(ctx, c, to)
 	if err != nil {
 		return err
 	}
@@ -167,8 +167,8 @@ func transfer(ctx context.Context, conn *zk.Conn, ml *zklock.MultiLock, from, to
 }
 
 // balance reads an account's balance.
-func balance(conn *zk.Conn, a account) (int, error) {
-	data, _, err := conn.Get(a.balance)
+func balance(ctx context.Context, c *zklock.Client, a account) (int, error) {
+	data, _, err := c.Get(ctx, a.balance)
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", a.name, err)
 	}
@@ -176,13 +176,17 @@ func balance(conn *zk.Conn, a account) (int, error) {
 }
 
 // cleanup deletes tree and everything under it, then each ancestor of
-// tree that is left empty, so that the example leaves nothing behind.
-func cleanup(conn *zk.Conn, tree string) error {
-	if err := deleteTree(conn, tree); err != nil {
+// tree that is left empty, so that the example leaves nothing behind. It
+// runs after the example's context may have ended: it has a bound of its
+// own.
+func cleanup(c *zklock.Client, tree string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := deleteTree(ctx, c, tree); err != nil {
 		return err
 	}
 	for p := path.Dir(tree); p != "/"; p = path.Dir(p) {
-		err := conn.Delete(p, -1)
+		err := c.Delete(ctx, p, -1)
 		if errors.Is(err, zk.ErrNotEmpty) {
 			return nil
 		}
@@ -194,8 +198,8 @@ func cleanup(conn *zk.Conn, tree string) error {
 }
 
 // deleteTree deletes p and everything under it.
-func deleteTree(conn *zk.Conn, p string) error {
-	children, _, err := conn.Children(p)
+func deleteTree(ctx context.Context, c *zklock.Client, p string) error {
+	children, _, err := c.Children(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -203,11 +207,11 @@ func deleteTree(conn *zk.Conn, p string) error {
 		return err
 	}
 	for _, child := range children {
-		if err := deleteTree(conn, path.Join(p, child)); err != nil {
+		if err := deleteTree(ctx, c, path.Join(p, child)); err != nil {
 			return err
 		}
 	}
-	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := c.Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
 	return nil
@@ -216,14 +220,13 @@ func deleteTree(conn *zk.Conn, p string) error {
 // put sets the node at p to value, creating it, and its missing
 // ancestors through Client.EnsurePath, if needed.
 func put(ctx context.Context, c *zklock.Client, p, value string) error {
-	conn := c.Conn()
-	_, err := conn.Set(p, []byte(value), -1)
+	_, err := c.Set(ctx, p, []byte(value), -1)
 	if !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
 	if err := c.EnsurePath(ctx, path.Dir(p)); err != nil {
 		return err
 	}
-	_, err = conn.Create(p, []byte(value), 0, zk.WorldACL(zk.PermAll))
+	_, err = c.Create(ctx, p, []byte(value), 0)
 	return err
 }

@@ -33,7 +33,7 @@ func TestIntegration_MultiLock(t *testing.T) {
 	c, err := zklock.Connect(servers)
 	require.NoError(t, err)
 	defer c.Close()
-	exists, _, err := c.Conn().Exists(root)
+	exists, _, err := c.Exists(context.Background(), root)
 	require.NoError(t, err)
 	assert.False(t, exists, "the example left %s behind", root)
 }

@@ -36,7 +36,7 @@ $`, text)
 	c, err := zklock.Connect(servers)
 	require.NoError(t, err)
 	defer c.Close()
-	exists, _, err := c.Conn().Exists(root)
+	exists, _, err := c.Exists(context.Background(), root)
 	require.NoError(t, err)
 	assert.False(t, exists, "the example left %s behind", root)
 }

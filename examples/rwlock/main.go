@@ -66,7 +66,7 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 		return err
 	}
 	defer admin.Close()
-	defer cleanup(admin.Conn(), root)
+	defer cleanup(admin, root)
 	if err := setConfig(ctx, admin, "v0"); err != nil {
 		return err
 	}
@@ -132,8 +132,8 @@ func (s *session) readLoop(ctx context.Context, stop <-chan struct{}, reads, tor
 			return nil
 		default:
 		}
-		err := s.rw.ReadLock().Do(ctx, func(context.Context) error {
-			a, b, err := getConfig(s.c.Conn())
+		err := s.rw.ReadLock().Do(ctx, func(hctx context.Context) error {
+			a, b, err := getConfig(hctx, s.c)
 			if err != nil {
 				return err
 			}
@@ -170,7 +170,7 @@ func writer(ctx context.Context, out io.Writer, servers []string) error {
 // that its error is returned; the deferred Releases only cover an early
 // return or a panic (a second Release of a Hold changes nothing).
 func (s *session) publish(ctx context.Context, out io.Writer, version string) error {
-	rw, conn := s.rw, s.c.Conn()
+	rw := s.rw
 	w, err := rw.WriteLock().Lock(ctx)
 	if err != nil {
 		return err
@@ -189,7 +189,7 @@ func (s *session) publish(ctx context.Context, out io.Writer, version string) er
 	}
 	defer r.Release()
 	werr := w.Release()
-	a, b, err := getConfig(conn)
+	a, b, err := getConfig(ctx, s.c)
 	fmt.Fprintf(out, "writer: wrote %s under the write lock, downgraded, read back a=%s b=%s\n", version, a, b)
 	err = errors.Join(werr, err, r.Release())
 	if err == nil && (a != version || b != version) {
@@ -213,23 +213,27 @@ func setConfig(ctx context.Context, c *zklock.Client, version string) error {
 }
 
 // getConfig reads both keys.
-func getConfig(conn *zk.Conn) (a, b string, err error) {
-	da, _, err := conn.Get(keyA)
+func getConfig(ctx context.Context, c *zklock.Client) (a, b string, err error) {
+	da, _, err := c.Get(ctx, keyA)
 	if err != nil {
 		return "", "", err
 	}
-	db, _, err := conn.Get(keyB)
+	db, _, err := c.Get(ctx, keyB)
 	return string(da), string(db), err
 }
 
 // cleanup deletes tree and everything under it, then each ancestor of
-// tree that is left empty, so that the example leaves nothing behind.
-func cleanup(conn *zk.Conn, tree string) error {
-	if err := deleteTree(conn, tree); err != nil {
+// tree that is left empty, so that the example leaves nothing behind. It
+// runs after the example's context may have ended: it has a bound of its
+// own.
+func cleanup(c *zklock.Client, tree string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := deleteTree(ctx, c, tree); err != nil {
 		return err
 	}
 	for p := path.Dir(tree); p != "/"; p = path.Dir(p) {
-		err := conn.Delete(p, -1)
+		err := c.Delete(ctx, p, -1)
 		if errors.Is(err, zk.ErrNotEmpty) {
 			return nil
 		}
@@ -241,8 +245,8 @@ func cleanup(conn *zk.Conn, tree string) error {
 }
 
 // deleteTree deletes p and everything under it.
-func deleteTree(conn *zk.Conn, p string) error {
-	children, _, err := conn.Children(p)
+func deleteTree(ctx context.Context, c *zklock.Client, p string) error {
+	children, _, err := c.Children(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -250,11 +254,11 @@ func deleteTree(conn *zk.Conn, p string) error {
 		return err
 	}
 	for _, child := range children {
-		if err := deleteTree(conn, path.Join(p, child)); err != nil {
+		if err := deleteTree(ctx, c, path.Join(p, child)); err != nil {
 			return err
 		}
 	}
-	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := c.Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
 	return nil
@@ -263,14 +267,13 @@ func deleteTree(conn *zk.Conn, p string) error {
 // put sets the node at p to value, creating it, and its missing
 // ancestors through Client.EnsurePath, if needed.
 func put(ctx context.Context, c *zklock.Client, p, value string) error {
-	conn := c.Conn()
-	_, err := conn.Set(p, []byte(value), -1)
+	_, err := c.Set(ctx, p, []byte(value), -1)
 	if !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
 	if err := c.EnsurePath(ctx, path.Dir(p)); err != nil {
 		return err
 	}
-	_, err = conn.Create(p, []byte(value), 0, zk.WorldACL(zk.PermAll))
+	_, err = c.Create(ctx, p, []byte(value), 0)
 	return err
 }

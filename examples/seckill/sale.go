@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,9 +80,9 @@ func (s *sale) phases() []phase {
 // runPhase puts the stock in ZooKeeper, lets every buyer try at once with
 // a progress bar, and reads what is left.
 func (s *sale) runPhase(ctx context.Context, out io.Writer, p phase) (result, error) {
-	admin := s.clients[0].Conn()
+	admin := s.clients[0]
 	stock := root + "/" + strings.ReplaceAll(p.name, " ", "-") + "/stock"
-	if err := putStock(admin, stock, s.cfg.stock); err != nil {
+	if err := putStock(ctx, admin, stock, s.cfg.stock); err != nil {
 		return result{}, err
 	}
 	defer deleteTree(admin, root)
@@ -120,27 +121,27 @@ func (s *sale) runPhase(ctx context.Context, out io.Writer, p phase) (result, er
 	if err := errors.Join(errs...); err != nil {
 		return result{}, err
 	}
-	left, _, err := readStock(admin, stock)
+	left, _, err := readStock(ctx, admin, stock)
 	return result{name: p.name, sold: int(sold.Load()), stock: left, wall: wall, waits: waits}, err
 }
 
 // buyUnlocked checks the stock, pays, and takes an item. The check and
 // the take are not one step, so every buyer who passed the check while
 // others were paying takes an item too.
-func buyUnlocked(_ context.Context, c *zklock.Client, stock string) (bool, time.Duration, error) {
-	n, _, err := readStock(c.Conn(), stock)
+func buyUnlocked(ctx context.Context, c *zklock.Client, stock string) (bool, time.Duration, error) {
+	n, _, err := readStock(ctx, c, stock)
 	if err != nil || n <= 0 {
 		return false, 0, err
 	}
 	time.Sleep(payment)
-	return true, 0, takeOne(c.Conn(), stock)
+	return true, 0, takeOne(ctx, c, stock)
 }
 
 // takeOne records one sale, whatever the stock: a sequential node under
 // the stock node. A sale is one request that never conflicts, so buyers
 // who passed the check all sell, at full speed.
-func takeOne(conn *zk.Conn, stock string) error {
-	_, err := conn.Create(stock+"/sale-", nil, zk.FlagSequence, zk.WorldACL(zk.PermAll))
+func takeOne(ctx context.Context, c *zklock.Client, stock string) error {
+	_, err := c.Create(ctx, stock+"/sale-", nil, zk.FlagSequence)
 	return err
 }
 
@@ -165,9 +166,9 @@ func buyWithMutex(ctx context.Context, c *zklock.Client, stock string) (bool, ti
 }
 
 // buyWithSemaphore lets a few buyers check out at once (a Semaphore of
-// cfg.leases leases) and sells in one transaction with a versioned write
-// of the stock node, which fails if another buyer sold meanwhile; the
-// buyer then looks again.
+// cfg.leases leases) and sells in one transaction, guarded by the buyer's
+// lease (Hold.Multi), with a versioned write of the stock node, which
+// fails if another buyer sold meanwhile; the buyer then looks again.
 func (s *sale) buyWithSemaphore(ctx context.Context, c *zklock.Client, stock string) (bool, time.Duration, error) {
 	sem, err := zklock.NewSemaphore(c, stock+"-checkout", s.cfg.leases)
 	if err != nil {
@@ -181,14 +182,14 @@ func (s *sale) buyWithSemaphore(ctx context.Context, c *zklock.Client, stock str
 	wait := max(time.Since(start), time.Nanosecond)
 	defer lease.Release()
 	for {
-		n, version, err := readStock(c.Conn(), stock)
+		n, version, err := readStock(ctx, c, stock)
 		if err != nil || n <= 0 {
 			return false, wait, err
 		}
 		time.Sleep(payment)
-		_, err = c.Conn().Multi(
+		_, err = lease.Hold().Multi(ctx,
 			&zk.SetDataRequest{Path: stock, Data: []byte(strconv.Itoa(s.cfg.stock)), Version: version},
-			&zk.CreateRequest{Path: stock + "/sale-", Flags: zk.FlagSequence, Acl: zk.WorldACL(zk.PermAll)},
+			&zk.CreateRequest{Path: stock + "/sale-", Flags: zk.FlagSequence},
 		)
 		if !errors.Is(err, zk.ErrBadVersion) {
 			return err == nil, wait, err
@@ -197,15 +198,11 @@ func (s *sale) buyWithSemaphore(ctx context.Context, c *zklock.Client, stock str
 }
 
 // putStock creates the stock node (and its parents) with n items.
-func putStock(conn *zk.Conn, p string, n int) error {
-	for i := 1; i < len(p); i++ {
-		if p[i] == '/' {
-			if _, err := conn.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-				return err
-			}
-		}
+func putStock(ctx context.Context, c *zklock.Client, p string, n int) error {
+	if err := c.EnsurePath(ctx, path.Dir(p)); err != nil {
+		return err
 	}
-	_, err := conn.Create(p, []byte(strconv.Itoa(n)), 0, zk.WorldACL(zk.PermAll))
+	_, err := c.Create(ctx, p, []byte(strconv.Itoa(n)), 0)
 	return err
 }
 
@@ -213,8 +210,8 @@ func putStock(conn *zk.Conn, p string, n int) error {
 // recorded under the node) and the version of the node. A versioned write
 // of the node, in one transaction with the sale, fails if another buyer
 // sold meanwhile.
-func readStock(conn *zk.Conn, p string) (int, int32, error) {
-	data, st, err := conn.Get(p)
+func readStock(ctx context.Context, c *zklock.Client, p string) (int, int32, error) {
+	data, st, err := c.Get(ctx, p)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -222,16 +219,24 @@ func readStock(conn *zk.Conn, p string) (int, int32, error) {
 	return n - int(st.NumChildren), st.Version, err
 }
 
-// deleteTree deletes p and everything under it.
-func deleteTree(conn *zk.Conn, p string) {
-	children, _, err := conn.Children(p)
+// deleteTree deletes p and everything under it. It runs after the
+// sale's context may have ended: it has a bound of its own.
+func deleteTree(c *zklock.Client, p string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	deleteUnder(ctx, c, p)
+}
+
+// deleteUnder deletes p and everything under it, as far as it can.
+func deleteUnder(ctx context.Context, c *zklock.Client, p string) {
+	children, _, err := c.Children(ctx, p)
 	if err != nil {
 		return
 	}
 	for _, ch := range children {
-		deleteTree(conn, p+"/"+ch)
+		deleteUnder(ctx, c, p+"/"+ch)
 	}
-	_ = conn.Delete(p, -1)
+	_ = c.Delete(ctx, p, -1)
 }
 
 // startProgress draws a progress bar on out until the returned function

@@ -81,7 +81,7 @@ func run(ctx context.Context, out io.Writer, servers []string) error {
 		return err
 	}
 	defer admin.Close()
-	defer cleanup(admin.Conn(), semPath) // after the sessions close
+	defer cleanup(admin, semPath) // after the sessions close
 	sems := make([]*zklock.Semaphore, sessions)
 	for i := range sems {
 		c, err := zklock.Connect(servers, zklock.WithSessionTimeout(10*time.Second))
@@ -136,13 +136,17 @@ func shortName(node string) string {
 }
 
 // cleanup deletes tree and everything under it, then each ancestor of
-// tree that is left empty, so that the example leaves nothing behind.
-func cleanup(conn *zk.Conn, tree string) error {
-	if err := deleteTree(conn, tree); err != nil {
+// tree that is left empty, so that the example leaves nothing behind. It
+// runs after the example's context may have ended: it has a bound of its
+// own.
+func cleanup(c *zklock.Client, tree string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := deleteTree(ctx, c, tree); err != nil {
 		return err
 	}
 	for p := path.Dir(tree); p != "/"; p = path.Dir(p) {
-		err := conn.Delete(p, -1)
+		err := c.Delete(ctx, p, -1)
 		if errors.Is(err, zk.ErrNotEmpty) {
 			return nil
 		}
@@ -154,8 +158,8 @@ func cleanup(conn *zk.Conn, tree string) error {
 }
 
 // deleteTree deletes p and everything under it.
-func deleteTree(conn *zk.Conn, p string) error {
-	children, _, err := conn.Children(p)
+func deleteTree(ctx context.Context, c *zklock.Client, p string) error {
+	children, _, err := c.Children(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -163,11 +167,11 @@ func deleteTree(conn *zk.Conn, p string) error {
 		return err
 	}
 	for _, child := range children {
-		if err := deleteTree(conn, path.Join(p, child)); err != nil {
+		if err := deleteTree(ctx, c, path.Join(p, child)); err != nil {
 			return err
 		}
 	}
-	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := c.Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
 	return nil

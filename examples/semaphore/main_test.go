@@ -35,7 +35,7 @@ func TestIntegration_Semaphore(t *testing.T) {
 	c, err := zklock.Connect(servers)
 	require.NoError(t, err)
 	defer c.Close()
-	exists, _, err := c.Conn().Exists(semPath)
+	exists, _, err := c.Exists(context.Background(), semPath)
 	require.NoError(t, err)
 	assert.False(t, exists, "the example left %s behind", semPath)
 }

@@ -81,11 +81,9 @@ func attachEnv(ctx context.Context, cluster zktest.Cluster, owned bool, storage 
 	if e.zkVersion, err = e.serverVersion(ctx); err != nil {
 		return nil, errors.Join(err, e.close())
 	}
-	ctl, err := openZK(ctx, cluster.Servers(), 30*time.Second)
-	if err != nil {
+	if e.ctl, err = dialZK(ctx, cluster.Servers(), 30*time.Second); err != nil {
 		return nil, errors.Join(fmt.Errorf("controller session: %w", err), e.close())
 	}
-	e.ctl = ctl.(*zkSession)
 	e.root = fmt.Sprintf("/zklock-bench-%s-%04x", strconv.FormatInt(time.Now().UnixNano(), 36), rand.IntN(1<<16))
 	if err := createParents(e.ctl.c, e.root); err != nil {
 		return nil, errors.Join(err, e.close())

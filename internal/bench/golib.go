@@ -76,10 +76,7 @@ func dnf(ctx context.Context, err error) error {
 func (g *goLib) recipe(s goSession, sp spec, p string) (locker, error) {
 	switch sp.Workload {
 	case wFloor:
-		if err := createParents(s.conn(), p); err != nil {
-			return nil, err
-		}
-		return &rawLocker{c: s.conn(), path: p}, nil
+		return s.floor(p)
 	case wSemaphore:
 		return s.semaphore(p, sp.Leases)
 	case wRWRead:

@@ -48,12 +48,12 @@ func timeExists(ctx context.Context, e *env, rg regime) (lat []int64, err error)
 		return nil, err
 	}
 	defer rt.close()
-	s, err := openZK(ctx, rt.ep.Servers, 30*time.Second)
+	s, err := dialZK(ctx, rt.ep.Servers, 30*time.Second)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, s.close()) }()
-	c := s.conn()
+	c := s.c
 	lat = make([]int64, rttSamples)
 	for i := -rttWarm; i < rttSamples; i++ {
 		t0 := time.Now()

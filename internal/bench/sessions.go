@@ -48,8 +48,9 @@ type goSession interface {
 	// leader returns a new participant of the election at path: acquire
 	// campaigns until it leads, release resigns.
 	leader(path string) (locker, error)
-	// conn is the session's go-zookeeper connection.
-	conn() *zk.Conn
+	// floor returns a new participant that takes the floor's raw lock
+	// under path (see rawLocker), creating path and its parents.
+	floor(path string) (locker, error)
 	// close ends the session and waits (bounded) for its goroutines.
 	close() error
 }
@@ -111,8 +112,11 @@ func (s zklockSession) leader(path string) (locker, error) {
 	return &zklockCandidate{e: e}, nil
 }
 
-// conn implements goSession.
-func (s zklockSession) conn() *zk.Conn { return s.c.Conn() }
+// floor implements goSession: the floor is go-zookeeper's raw create and
+// delete alone.
+func (s zklockSession) floor(string) (locker, error) {
+	return nil, fmt.Errorf("zklock floor: %w", errUnsupported)
+}
 
 // close implements goSession: it closes the Client.
 func (s zklockSession) close() error { return s.c.Close() }
@@ -191,6 +195,15 @@ func (nopLogger) Printf(string, ...any) {}
 
 // openZK connects a go-zookeeper connection and waits for its session.
 func openZK(ctx context.Context, servers []string, sessionTimeout time.Duration) (goSession, error) {
+	s, err := dialZK(ctx, servers, sessionTimeout)
+	if err != nil {
+		return nil, err // not a nil *zkSession in a goSession
+	}
+	return s, nil
+}
+
+// dialZK is openZK, with the connection's own type.
+func dialZK(ctx context.Context, servers []string, sessionTimeout time.Duration) (*zkSession, error) {
 	c, events, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(nopLogger{}), zk.WithLogInfo(false))
 	if err != nil {
 		return nil, fmt.Errorf("zk connect: %w", err)
@@ -234,8 +247,13 @@ func (s *zkSession) leader(string) (locker, error) {
 	return nil, fmt.Errorf("zk election: %w", errUnsupported)
 }
 
-// conn implements goSession.
-func (s *zkSession) conn() *zk.Conn { return s.c }
+// floor implements goSession with a rawLocker.
+func (s *zkSession) floor(path string) (locker, error) {
+	if err := createParents(s.c, path); err != nil {
+		return nil, err
+	}
+	return &rawLocker{c: s.c, path: path}, nil
+}
 
 // close closes the connection and waits (bounded) until go-zookeeper
 // closes its event channel, which it does once its goroutines are done.

@@ -126,7 +126,7 @@ func (m *monkey) inject(ctx context.Context, k faultKind) error {
 		return m.pauseSession(ctx, k, m.holder())
 	case cutHolder:
 		s := m.holder()
-		m.logf("  session %d (%v, 0x%x)", s.idx, s.policy, s.client.Conn().SessionID())
+		m.logf("  session %d (%v, 0x%x)", s.idx, s.policy, s.sid())
 		m.strike(k, []*session{s})
 		s.faults.Cut()
 		return nil
@@ -165,7 +165,7 @@ func (m *monkey) isolate(ctx context.Context, k faultKind, i int) error {
 // pauseSession silences s's traffic: shorter than its timeout, longer,
 // or (pauseNext) either.
 func (m *monkey) pauseSession(ctx context.Context, k faultKind, s *session) error {
-	m.logf("  session %d (%v, 0x%x)", s.idx, s.policy, s.client.Conn().SessionID())
+	m.logf("  session %d (%v, 0x%x)", s.idx, s.policy, s.sid())
 	d := m.between(m.timeout*7/10, m.timeout*3/4)
 	switch {
 	case k == longPause || k == pauseHolderLong:
@@ -244,7 +244,7 @@ func (m *monkey) heal(i int) error {
 // is cut while another of its workers queues.
 func (m *monkey) cutCreate(ctx context.Context) error {
 	s := m.anySession(cutMidCreate)
-	m.logf("  session %d (%v, 0x%x)", s.idx, s.policy, s.client.Conn().SessionID())
+	m.logf("  session %d (%v, 0x%x)", s.idx, s.policy, s.sid())
 	f := s.faults
 	t := time.NewTimer(30 * time.Second)
 	defer t.Stop()

@@ -47,6 +47,15 @@ type session struct {
 	occ    occupancy
 }
 
+// sid is the id of the session's current ZooKeeper session (0 before the
+// first), as its fault proxies saw a server grant it: a Client made by
+// Connect runs on zklock's own session, which it does not expose.
+func (s *session) sid() int64 { return s.faults.Session().ID }
+
+// server is the server that granted the session's current ZooKeeper
+// session, as cluster.Servers names it ("" before the first).
+func (s *session) server() string { return s.faults.Session().Server }
+
 // contention is the state of the contention phase.
 type contention struct {
 	cfg      config
@@ -162,7 +171,8 @@ func (c *contention) worker(s *session, r recipe) *worker {
 	return &worker{
 		who:     r.kind.label(s.idx),
 		r:       r,
-		conn:    s.client.Conn(),
+		sess:    s,
+		stale:   c.admin,
 		j:       &c.j,
 		st:      &c.st,
 		rnd:     rand.New(rand.NewPCG(c.cfg.seed, uint64(s.idx)<<8|uint64(r.kind))),
@@ -321,7 +331,7 @@ func (c *contention) whose(sid int64) string {
 // sessionOf returns the chaos session whose id is sid, or nil.
 func (c *contention) sessionOf(sid int64) *session {
 	for _, s := range c.sessions {
-		if s.client != nil && s.client.Conn().SessionID() == sid {
+		if s.client != nil && s.sid() == sid {
 			return s
 		}
 	}

@@ -151,7 +151,7 @@ func (m *monkey) onServer(i int) []*session {
 	srv := m.cluster.Servers()[i]
 	var out []*session
 	for _, s := range m.sessions {
-		if s.client.Conn().Server() == srv {
+		if s.server() == srv {
 			out = append(out, s)
 		}
 	}
@@ -160,7 +160,7 @@ func (m *monkey) onServer(i int) []*session {
 
 // serverOf returns the index of the server s is connected to, or -1.
 func (m *monkey) serverOf(s *session) int {
-	return slices.Index(m.cluster.Servers(), s.client.Conn().Server())
+	return slices.Index(m.cluster.Servers(), s.server())
 }
 
 // holder picks the session of a current holder: one in a long section if
@@ -246,7 +246,7 @@ func (m *monkey) nextIn(base string) *session {
 			continue
 		}
 		for _, s := range m.sessions {
-			if s.client.Conn().SessionID() != st.EphemeralOwner {
+			if s.sid() != st.EphemeralOwner {
 				continue
 			}
 			if s.status() == hitHolder {

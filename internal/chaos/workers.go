@@ -16,9 +16,10 @@ import (
 // held is one hold, whatever the recipe.
 type held struct {
 	token   int64
-	check   *zk.CheckVersionRequest
-	done    <-chan struct{}  // closed when the hold ends (lost or released)
-	ended   <-chan time.Time // receives, once, when done was seen closed
+	multi   func(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) // Hold.Multi: a transaction guarded by the hold's node
+	check   *zk.CheckVersionRequest                                           // a check of the hold's node, for a transaction of another session's
+	done    <-chan struct{}                                                   // closed when the hold ends (lost or released)
+	ended   <-chan time.Time                                                  // receives, once, when done was seen closed
 	release func() error
 	cause   func() error // why the hold ended; nil as leases had before (the checker's tests replay it)
 }
@@ -56,7 +57,7 @@ func heldOf(h *zklock.Hold) (held, error) {
 	if err != nil {
 		return held{}, errors.Join(err, h.Release())
 	}
-	return held{token: token, check: op, done: h.Done(), ended: ended, release: h.Release,
+	return held{token: token, multi: h.Multi, check: op, done: h.Done(), ended: ended, release: h.Release,
 		cause: func() error { return context.Cause(hctx) }}, nil
 }
 
@@ -90,7 +91,8 @@ type counters struct {
 type worker struct {
 	who     string
 	r       recipe
-	conn    *zk.Conn // the session's connection, for guarded writes
+	sess    *session // the worker's session
+	stale   *zk.Conn // the connection a released hold's stale writes go through: an operator's
 	occ     *occupancy
 	j       *journal
 	st      *counters
@@ -135,7 +137,7 @@ func (w *worker) once(ctx context.Context) {
 		return
 	}
 	w.st.acquired[w.r.kind].Add(1)
-	s := section{kind: w.r.kind, who: w.who, token: h.token, via: w.conn.Server(), start: time.Now()}
+	s := section{kind: w.r.kind, who: w.who, token: h.token, via: w.sess.server(), start: time.Now()}
 	if w.long > 0 && w.rnd.IntN(w.long) == 0 {
 		s.long = true
 		w.st.long[w.r.kind].Add(1)
@@ -210,32 +212,63 @@ func (w *worker) settle(s *section, h held, relErr error, endedAt time.Time) {
 }
 
 // guardedWrite writes the token to the resource, guarded by the hold's
-// node. ZooKeeper refuses it once the node is gone; the hold must then be
-// told of its loss within the notice time.
+// node (Hold.Multi). ZooKeeper refuses it once the node is gone, and
+// Multi says ErrLockLost; the hold must then be told of its loss within
+// the notice time. So too when the write fails because the session
+// expired, which took the node with it. A hold that knew of its loss
+// already refuses the write itself, which is not counted as ZooKeeper's
+// refusal.
 func (w *worker) guardedWrite(h held) {
+	knewLost := isClosed(h.done)
 	res, err := w.fencedSet(h)
 	switch {
-	case err == nil && len(res) == 2 && res[1].Stat != nil:
-		w.j.wrote(fencedWrite{kind: w.r.kind, zxid: res[1].Stat.Mzxid, token: h.token, who: w.who})
-	case errors.Is(err, zk.ErrNoNode):
-		w.st.staleBlocked.Add(1)
-		select {
-		case <-h.done:
-		case <-time.After(w.notice):
-			w.j.problem(violUnsignalled+": %s %s: its node is gone but the hold was not told within %v", w.r.kind, w.who, w.notice)
+	case err == nil && len(res) == 1 && res[0].Stat != nil:
+		w.j.wrote(fencedWrite{kind: w.r.kind, zxid: res[0].Stat.Mzxid, token: h.token, who: w.who})
+		return
+	case errors.Is(err, zklock.ErrLockLost):
+		if !knewLost {
+			w.st.staleBlocked.Add(1)
 		}
+	case errors.Is(err, zk.ErrSessionExpired):
+		w.st.writeErrs.Add(1)
 	default:
 		w.st.writeErrs.Add(1)
+		return
+	}
+	select {
+	case <-h.done:
+	case <-time.After(w.notice):
+		w.j.problem(violUnsignalled+": %s %s: its node is gone but the hold was not told within %v (%v)", w.r.kind, w.who, w.notice, err)
 	}
 }
 
-// staleWrite replays the hold's guarded write after the release. It is
-// refused once the node is gone. A Release that met a broken connection
-// leaves the delete to the background and returns: until the delete lands
-// the node stands, nobody else can hold, and the write is accepted. It
-// then joins the checked writes, which must still be in token order.
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// staleWrite replays the hold's guarded write after the release, as any
+// process with the hold's check and an old token could: through the
+// stale connection (an operator's session), in a transaction behind the
+// check of the hold's node. It is refused once the node is gone. A
+// Release that met a broken connection leaves the delete to the
+// background and returns: until the delete lands the node stands, nobody
+// else can hold, and the write is accepted. It then joins the checked
+// writes, which must still be in token order.
 func (w *worker) staleWrite(h held) {
-	res, err := w.fencedSet(h)
+	data := []byte(strconv.FormatInt(h.token, 10))
+	res, err := w.stale.Multi(h.check, &zk.SetDataRequest{Path: w.r.resource, Data: data, Version: -1})
+	for _, r := range res {
+		if r.Error != nil {
+			err = r.Error
+			break
+		}
+	}
 	switch {
 	case err == nil && len(res) == 2 && res[1].Stat != nil:
 		w.st.lateWrites.Add(1)
@@ -247,22 +280,19 @@ func (w *worker) staleWrite(h held) {
 	}
 }
 
-// fencedSet writes h's token to the resource in one transaction with
-// h's check. Its error is the first failed operation's, or the
-// transaction's own. A write that takes longer than a session timeout is
-// counted and logged: the worker believes it holds all that time.
+// fencedSet writes h's token to the resource in one transaction guarded
+// by h's node (Hold.Multi), on the worker's session. A write that takes
+// longer than a session timeout is counted and logged: the worker
+// believes it holds all that time.
 func (w *worker) fencedSet(h held) ([]zk.MultiResponse, error) {
 	data := []byte(strconv.FormatInt(h.token, 10))
+	ctx, cancel := context.WithTimeout(context.Background(), w.patient)
+	defer cancel()
 	start := time.Now()
-	res, err := w.conn.Multi(h.check, &zk.SetDataRequest{Path: w.r.resource, Data: data, Version: -1})
+	res, err := h.multi(ctx, &zk.SetDataRequest{Path: w.r.resource, Data: data, Version: -1})
 	if d := time.Since(start); d > w.timeout {
 		w.st.slowWrites.Add(1)
 		w.j.note("%s: a guarded write took %v (%v)", w.who, d.Round(time.Millisecond), err)
-	}
-	for _, r := range res {
-		if r.Error != nil {
-			return res, r.Error
-		}
 	}
 	return res, err
 }

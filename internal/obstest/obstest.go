@@ -88,7 +88,7 @@ func Outcomes(t testing.TB, cluster *zktest.Cluster, c *zklock.Client, events <-
 	h, err = m.Lock(bg)
 	must(t, err)
 	Until(t, events, zklock.EventAcquired)
-	must(t, c.Conn().Delete(h.Path(), -1)) // an operator's delete
+	must(t, other.Delete(bg, h.Path(), -1)) // an operator's delete, from another session
 	Until(t, events, zklock.EventLost)
 	if err := h.Release(); !errors.Is(err, zklock.ErrLockLost) {
 		t.Fatalf("obstest: Release of a lost hold: %v", err)
