@@ -11,7 +11,6 @@ import (
 	"go/format"
 	"go/parser"
 	"go/token"
-	"net"
 	"os"
 	"os/exec"
 	"path"
@@ -278,16 +277,8 @@ func readmeTLS(caPEM []byte) (*zklock.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	tlsConf := &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
-		// timeout is go-zk's fixed 1s connect timeout, which tls.Dialer would
-		// spend on the TCP connect and the handshake together: give the
-		// handshake more.
-		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: max(timeout, 5*time.Second)}, Config: tlsConf}
-		return d.Dial(network, addr) // ServerName defaults to addr's host
-	}
 	client, err := zklock.Connect([]string{"zk1.example.com:2281"},
-		zklock.WithDialer(dial))
+		zklock.WithTLS(&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
 	// (not in the README)
 	return client, err
 }
