@@ -103,21 +103,6 @@ func openSessConn(t *testing.T, servers []string, o confOpts) (zkConn, func()) {
 	return sessConn{own}, closeFn
 }
 
-// waitGroup waits for wg, failing t after confWait.
-func waitGroup(t *testing.T, wg *sync.WaitGroup, what string) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(confWait):
-		t.Errorf("%s still running %v after close", what, confWait)
-	}
-}
-
 // confEnv is one transport's run of one case: its own root, an admin
 // go-zookeeper connection, the transport's connection under test (zc),
 // and the transcript the suite compares across transports.
