@@ -2,6 +2,8 @@ package zklock_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,4 +101,34 @@ func TestIntegration_DataOpsRefuse(t *testing.T) {
 	require.NoError(t, c.Close())
 	_, err = c.Create(ctx, e.root+"/x", nil, 0)
 	require.ErrorIs(t, err, zklock.ErrClosed)
+}
+
+// A listing over ZooKeeper's 1 MiB request limit (the servers send such
+// replies) reads whole, as go-zookeeper's did, and costs the Client's other
+// holds nothing: a reply over the limit dropped the connection again and
+// again, and a hold elsewhere was lost with it.
+func TestIntegration_DataOpsLargeListing(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	held, err := e.mutex(c, "/elsewhere").Lock(context.Background())
+	require.NoError(t, err)
+	defer held.Release()
+	e.create(e.root + "/big")
+	name := strings.Repeat("n", 1000)
+	const n = 1100 // 1.1 MB of names
+	ops := make([]any, 0, 100)
+	for i := range n {
+		ops = append(ops, &zk.CreateRequest{Path: fmt.Sprintf("%s/big/%s%04d", e.root, name, i), Acl: zk.WorldACL(zk.PermAll)})
+		if len(ops) == cap(ops) {
+			_, err := e.admin.Multi(ops...)
+			require.NoError(t, err)
+			ops = ops[:0]
+		}
+	}
+	children, _, err := c.Children(context.Background(), e.root+"/big")
+	require.NoError(t, err)
+	assert.Len(t, children, n)
+	require.NoError(t, held.Err(), "a hold elsewhere outlives the large reply")
+	assert.Equal(t, zklock.StateConnected, c.State())
 }

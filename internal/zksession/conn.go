@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -117,13 +118,21 @@ func (s *Session) readLoop(c *conn) error {
 	var d zkwire.Decoder
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(2 * s.Timeout() / 3))
-		payload, err := zkwire.ReadFrame(c.br, buf, s.cfg.MaxFrame)
+		payload, err := zkwire.ReadFrame(c.br, buf, s.maxReply())
+		var big *zkwire.FrameSizeError
+		if errors.As(err, &big) && big.Len > 0 {
+			if err := s.skipReply(c, big); err != nil {
+				return err
+			}
+			s.recv.Store(int64(time.Since(s.epoch)))
+			continue
+		}
 		if err != nil {
 			return err
 		}
 		buf = payload
 		s.recv.Store(int64(time.Since(s.epoch)))
-		d.Reset(payload, s.cfg.MaxFrame)
+		d.Reset(payload, s.maxReply())
 		var h zkwire.ReplyHeader
 		if err := h.Decode(&d); err != nil {
 			return err
@@ -143,6 +152,55 @@ func (s *Session) readLoop(c *conn) error {
 			return err
 		}
 	}
+}
+
+// defaultMaxReply is Config.MaxReply's default.
+const defaultMaxReply = 64 << 20
+
+func (s *Session) maxReply() int {
+	if s.cfg.MaxReply > 0 {
+		return s.cfg.MaxReply
+	}
+	return defaultMaxReply
+}
+
+// skipReply reads past a reply over the limit, big, and fails the request
+// at the head of the FIFO, whose reply it is (its header says so), with
+// an error wrapping big; the connection goes on. A watch the request set
+// on the server is not registered: its event, if any, finds no Watch.
+func (s *Session) skipReply(c *conn, big *zkwire.FrameSizeError) error {
+	const headerLen = 16
+	if big.Len < headerLen {
+		return big
+	}
+	hb := make([]byte, headerLen)
+	if _, err := io.ReadFull(c.br, hb); err != nil {
+		return err
+	}
+	var d zkwire.Decoder
+	d.Reset(hb, headerLen)
+	var h zkwire.ReplyHeader
+	if err := h.Decode(&d); err != nil {
+		return err
+	}
+	if _, err := io.CopyN(io.Discard, c.br, big.Len-headerLen); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if len(s.pending) == 0 || s.pending[0].xid != h.Xid {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: got %d", errXidOrder, h.Xid)
+	}
+	r := s.pending[0]
+	s.pending[0] = nil
+	s.pending = s.pending[1:]
+	if h.Zxid > s.lastZxid {
+		s.lastZxid = h.Zxid
+	}
+	s.mu.Unlock()
+	s.watches.settle(r, 0, false)
+	r.complete(&Error{Op: r.op, Path: r.path, Err: big})
+	return nil
 }
 
 // notification delivers a watch event. A session event saying Expired

@@ -70,7 +70,6 @@ var badFrames = []struct {
 	}, isDecodeError},
 	{"short header", func(int32) []byte { return withLength([]byte{0, 0, 0, 1, 0, 0}) }, isDecodeError},
 	{"negative length", func(int32) []byte { return zkwire.AppendInt32(nil, -1) }, isFrameSize},
-	{"over MaxFrame", func(int32) []byte { return zkwire.AppendInt32(nil, 8192) }, isFrameSize},
 }
 
 func withLength(payload []byte) []byte {
@@ -83,6 +82,33 @@ func isDecodeError(err error) bool {
 }
 
 func isFrameSize(err error) bool { return errors.Is(err, zkwire.ErrFrameSize) }
+
+// A reply over MaxReply is read past: its request alone fails, with an
+// error matching zkwire.ErrFrameSize, and the connection goes on (go
+// -zookeeper read such a listing; the servers' limit is on requests).
+func TestReplyOverMaxReplyFailsItsRequestAlone(t *testing.T) {
+	fs := newFakeServer(t)
+	s, fc := fs.dial(t, zksession.Config{MaxReply: 4096})
+	big := getData(t, s, "/big")
+	h, _ := fc.read()
+	next := getData(t, s, "/next")
+	h2, _ := fc.read()
+	body := zkwire.ReplyHeader{Xid: h.Xid, Zxid: 7}.Encode(nil)
+	body = append(body, make([]byte, 8192)...)
+	if _, err := fc.nc.Write(withLength(body)); err != nil {
+		t.Fatal(err)
+	}
+	fc.reply(zkwire.ReplyHeader{Xid: h2.Xid, Zxid: 8}, zkwire.GetDataResponse{Data: []byte("x")})
+	if err := result(t, big); !isFrameSize(err) {
+		t.Fatalf("GetData of a reply over MaxReply: %v, want ErrFrameSize", err)
+	}
+	if err := result(t, next); err != nil {
+		t.Fatalf("the request behind it: %v", err)
+	}
+	if s.LastZxid() != 8 {
+		t.Fatalf("LastZxid %d, want 8", s.LastZxid())
+	}
+}
 
 // A reply that does not decode, or a frame of a bad length, ends the
 // connection with an error saying so, never a panic; the session then

@@ -72,7 +72,12 @@ type Config struct {
 	// the reader goroutine (before OnEvent hears that connection's
 	// StateSyncConnected): it must not block nor call Close.
 	OnDial   func(addr string, err error)
-	MaxFrame int // the largest frame payload sent or read (default zkwire.MaxBuffer)
+	MaxFrame int // the largest request sent (default zkwire.MaxBuffer, the servers' own limit)
+	// MaxReply is the largest reply read whole (default 64 MiB): a
+	// listing of many children may pass the servers' request limit. A
+	// larger reply is read past and fails its request alone, with an
+	// error matching zkwire.ErrFrameSize; the connection goes on.
+	MaxReply int
 
 	resolver *net.Resolver // the default Dialer's (nil: net.DefaultResolver), set by tests
 }
