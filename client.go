@@ -400,11 +400,11 @@ func (c *Client) zero() bool { return c == nil || c.closing == nil }
 // just before, say) is left to the session's end, which is logged at
 // Debug only: nothing goes on in the background after Close. If the
 // connection is down, the session cannot be ended: the nodes stand until
-// the ensemble expires it, at most a session timeout after the cut. If
-// it is still in its handshake with a server that does not answer, Close
-// cuts it within about a second and a half (go-zookeeper's own close
-// waits a second), not after go-zookeeper's ten read timeouts, whichever
-// dialer opened it.
+// the ensemble expires it, at most a session timeout after the cut. Close
+// waits for the server's answer to its close request at most a third of
+// the session timeout, and 2 s; a connection still in its handshake is
+// cut at once. (With the deprecated WithZKOptions, go-zookeeper's own
+// close is waited for, up to ten seconds.)
 //
 // On a connection the Client does not own (NewClient), the session, and
 // with it the nodes, outlive the Client. So Close sees every pending delete

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,7 @@ func connectOwn(addrs []string, o options) (*Client, error) {
 	c.ownsConn = true
 	c.queue = newEventQueue()
 	c.holds.routed = true // node events come through OnEvent
-	c.dials = newDialWatch(c.log, len(addrs))
+	c.dials = newDialWatch(c.log, len(slices.Compact(slices.Sorted(slices.Values(addrs)))))
 	ctx, cancel := context.WithTimeout(context.Background(), o.connectTimeout)
 	defer cancel()
 	cfg := zksession.Config{

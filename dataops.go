@@ -90,6 +90,12 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, flags int
 	if _, err := modeOf(path, flags); err != nil {
 		return "", errorf(ErrInvalidArgument, "create %s: flags %d: want 0, zk.FlagEphemeral, zk.FlagSequence or both", path, flags)
 	}
+	if path == "/" {
+		// The root exists; a sequential node under it needs a name to
+		// follow ("/n-"): under a namespace, "/" would make a sibling of
+		// the namespace's node, outside it.
+		return "", errorf(ErrInvalidPath, "create /: the root exists (a sequential node needs a name, such as /n-)")
+	}
 	acl, err := c.aclFor(full)
 	if err != nil {
 		return "", wrapf(err, "create %s", path)

@@ -132,3 +132,17 @@ func TestIntegration_DataOpsLargeListing(t *testing.T) {
 	require.NoError(t, held.Err(), "a hold elsewhere outlives the large reply")
 	assert.Equal(t, zklock.StateConnected, c.State())
 }
+
+// A sequential create of the namespace's root would make a sibling of the
+// namespace's node, outside it: refused, naming the path.
+func TestIntegration_DataOpsCreateRoot(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(zklock.WithNamespace(e.root[1:] + "/ns"))
+	require.NoError(t, c.EnsurePath(context.Background(), "/"))
+	_, err := c.Create(context.Background(), "/", nil, zk.FlagSequence)
+	require.ErrorIs(t, err, zklock.ErrInvalidPath)
+	children, _, err := e.admin.Children(e.root)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns"}, children, "nothing made beside the namespace")
+}

@@ -220,7 +220,8 @@ func WithNodeData(data []byte) Option {
 // WithZKOptions passes options to zk.Connect, and so makes Connect open a
 // go-zookeeper connection instead of zklock's own session: the Client then
 // runs on it as one made by NewClient does, with go-zookeeper's limits
-// (see NewClient), and Conn returns it. NewClient ignores them.
+// (see NewClient), and Conn returns it; Connect then waits out its connect
+// timeout when every server refuses. NewClient ignores them.
 //
 // Deprecated: Connect runs on zklock's own session, which needs none of
 // go-zookeeper's options: use [WithDialer] for zk.WithDialer (zktest's

@@ -572,6 +572,9 @@ func (c *Client) handle(ev zk.Event) (suspended bool) {
 		c.own.expired()
 	case zk.StateAuthFailed:
 		c.log.Error("zklock: authentication failed")
+		if c.own != nil { // zklock's own session ends with the refusal
+			c.transition(func() bool { return c.lose() })
+		}
 	}
 	return suspended
 }
