@@ -84,4 +84,12 @@ func TestIntegration_BlackholeCallsKeepTheirDeadlines(t *testing.T) {
 	if err != nil && !errors.Is(err, zklock.ErrLockLost) {
 		t.Fatalf("Release: %v", err)
 	}
+
+	// Once the connection is back, the deletes left to the background
+	// are done. (Rarely the reconnect after Restore takes one connection
+	// attempt's timeout, T = 10 s for one server: hence the bound.)
+	link.Restore()
+	require.Eventually(t, func() bool {
+		return len(e.children(e.root+"/mine")) == 0 && len(e.children(e.root+"/m")) == 1
+	}, 30*time.Second, 10*time.Millisecond, "the nodes given up during the blackhole are deleted once it ends")
 }
