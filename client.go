@@ -651,12 +651,12 @@ func (w *dialWatch) allRefused() error {
 	return &wrapError{msg: what + joinMsgs(errs), errs: errs}
 }
 
-// lastErrors describes every address's last dial or handshake error, and
-// more (such as handshakes under way), "" if none.
-func (w *dialWatch) lastErrors(more []error) string {
+// lastErrors describes every address's last dial or handshake error, ""
+// if none.
+func (w *dialWatch) lastErrors() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	errs := append(sortedErrs(w.last), more...)
+	errs := sortedErrs(w.last)
 	if len(errs) == 0 {
 		return ""
 	}

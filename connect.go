@@ -66,20 +66,18 @@ func connectOwn(addrs []string, o options) (*Client, error) {
 }
 
 // connectError explains why Dial gave no session: every server refused
-// it, the credentials were refused, or the connect timeout passed.
+// it, or the connect timeout passed. (Credentials are answered after the
+// session is granted: a refusal comes later, as the Client's loss.)
 func (c *Client) connectError(addrs []string, err error) error {
 	list := strings.Join(addrs, ",")
 	if rerr := c.dials.allRefused(); rerr != nil {
 		return &wrapError{msg: fmt.Sprintf("zklock: connect %s: %s", list, rerr), errs: []error{zk.ErrNoServer, rerr}}
 	}
-	if errors.Is(err, zksession.ErrAuthFailed) {
-		return &wrapError{msg: fmt.Sprintf("zklock: connect %s: %s", list, err), errs: []error{zk.ErrAuthFailed, err}}
-	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		return &wrapError{msg: fmt.Sprintf("zklock: connect %s: %s", list, err), errs: []error{zk.ErrNoServer, err}}
 	}
 	msg := fmt.Sprintf("zklock: connect %s: no session within %v", list, c.opts.connectTimeout)
-	if last := c.dials.lastErrors(nil); last != "" {
+	if last := c.dials.lastErrors(); last != "" {
 		msg += " (" + last + ")"
 	}
 	return &wrapError{msg: msg + ": " + zk.ErrNoServer.Error(), errs: []error{zk.ErrNoServer, context.DeadlineExceeded}}
