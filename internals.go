@@ -371,7 +371,7 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 		var st *zk.Stat
 		var err error
 		if pw != nil {
-			children, st, _, err = c.zc.ChildrenW(ctx, li.basePath)
+			children, st, _, err = c.zc.ChildrenW(routedOnly(ctx), li.basePath)
 		} else {
 			children, st, err = c.zc.Children(ctx, li.basePath)
 		}

@@ -126,10 +126,8 @@ func (s *Session) watched(ctx context.Context, op zkwire.OpCode, path string, t 
 	if err != nil {
 		return nil, err
 	}
-	r.wtype, r.watch = t, newWatch(path)
-	if f, ok := ctx.Value(notifyKey{}).(func(Event)); ok {
-		r.watch.notify = f
-	}
+	f, _ := ctx.Value(notifyKey{}).(func(Event))
+	r.wtype, r.watch = t, newWatch(path, f)
 	err = s.call(ctx, r)
 	if !r.registered {
 		return nil, err

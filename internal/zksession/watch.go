@@ -34,7 +34,7 @@ const (
 // A Watch is one one-shot watch on a node. Its channel C is buffered 1
 // and receives exactly one Event, then nothing more (it is not closed);
 // a Watch set under a context from WithNotify hands its Event to that
-// function instead, and C stays empty. A Watch costs nothing once it has
+// function instead, and has no channel (C is nil). A Watch costs nothing once it has
 // fired or been removed.
 type Watch struct {
 	C      <-chan Event
@@ -69,7 +69,12 @@ func WithNotify(ctx context.Context, f func(Event)) context.Context {
 // Path returns the watched node's path.
 func (w *Watch) Path() string { return w.path }
 
-func newWatch(path string) *Watch {
+// newWatch returns a Watch of path that hands its Event to notify or, if
+// that is nil, to a channel of its own.
+func newWatch(path string, notify func(Event)) *Watch {
+	if notify != nil {
+		return &Watch{notify: notify, path: path}
+	}
 	c := make(chan Event, 1)
 	return &Watch{C: c, c: c, path: path}
 }
