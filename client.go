@@ -99,7 +99,8 @@ type Client struct {
 // Connect does not wait in vain: when no server name resolves, or when
 // every server has refused the connection (nothing listens on that port)
 // or answered with bytes that are not ZooKeeper's (another service on that
-// port), it returns at once an error that says so and names each address;
+// port), or, with [WithTLS], did not speak TLS (a plaintext port), it
+// returns at once an error that says so and names each address;
 // the error wraps zk.ErrNoServer and the network errors. Names that do not
 // resolve while others do are skipped, with a warning in the log. When no
 // session came within the connect timeout, the error wraps zk.ErrNoServer
@@ -617,8 +618,9 @@ func (w *dialWatch) failed(addr string, err error) {
 
 // refusedForGood reports whether err, an attempt's, will not pass if the
 // same server is tried again soon: a refused connection, a name that does
-// not resolve, a reply that is not ZooKeeper's, or a TLS handshake that
-// failed on a certificate or with the server's alert.
+// not resolve, a reply that is not ZooKeeper's, a TLS handshake that
+// failed on a certificate or with the server's alert, or a server that
+// does not speak TLS (a plaintext port dialed with WithTLS).
 func refusedForGood(err error) bool {
 	var (
 		dnsErr   *net.DNSError
@@ -628,7 +630,7 @@ func refusedForGood(err error) bool {
 		hostname x509.HostnameError
 	)
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dnsErr) || errors.Is(err, zksession.ErrNotZooKeeper) ||
-		errors.As(err, &alert) || errors.As(err, &unknown) || errors.As(err, &invalid) || errors.As(err, &hostname)
+		errors.Is(err, zksession.ErrNotTLS) || errors.As(err, &alert) || errors.As(err, &unknown) || errors.As(err, &invalid) || errors.As(err, &hostname)
 }
 
 // allRefused returns an error naming every address and why, when each
@@ -644,6 +646,9 @@ func (w *dialWatch) allRefused() error {
 	var dnsErr *net.DNSError
 	if slices.ContainsFunc(errs, func(err error) bool { return errors.As(err, &dnsErr) }) {
 		what = "every server refused the connection or did not resolve: "
+	}
+	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, zksession.ErrNotTLS) }) {
+		what = "no TLS server at these addresses: "
 	}
 	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, zksession.ErrNotZooKeeper) }) {
 		what = "no ZooKeeper server at these addresses: "

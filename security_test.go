@@ -335,3 +335,26 @@ func TestIntegration_SecurityWithTLS(t *testing.T) {
 	_, err = zklock.Connect(secure, zklock.WithTLS(conf), zklock.WithZKOptions(zk.WithLogger(quietLogger{})))
 	require.ErrorIs(t, err, zklock.ErrInvalidArgument, "WithTLS cannot apply to a go-zookeeper connection")
 }
+
+// WithTLS against ZooKeeper's plaintext port: the server reads the TLS
+// client hello as a request of impossible length and closes the
+// connection. Connect says at once that the address does not speak TLS
+// (it waited out its connect timeout, saying only EOF), wrapping
+// zk.ErrNoServer and naming the address.
+func TestIntegration_SecurityWithTLSPlaintextPort(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	pki, err := zktest.NewPKI("zklock test CA")
+	require.NoError(t, err)
+	conf := &tls.Config{RootCAs: pki.Roots, Certificates: []tls.Certificate{pki.Client}, MinVersion: tls.VersionTLS12}
+	start := time.Now()
+	c, err := zklock.Connect(e.servers, zklock.WithConnectTimeout(20*time.Second), zklock.WithTLS(conf))
+	if err == nil {
+		c.Close()
+	}
+	require.ErrorIs(t, err, zk.ErrNoServer)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	t.Log(err)
+	assert.Contains(t, err.Error(), e.servers[0]+" does not speak TLS")
+	assert.Less(t, time.Since(start), 10*time.Second, "well before the connect timeout")
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/zklock/zklock/internal/zkwire"
@@ -96,9 +97,52 @@ func (s *Session) open(addr string, deadline time.Time) (net.Conn, error) {
 		if silence(err) {
 			return nil, &silenceError{addr: addr, what: "the TLS handshake", d: since(start)}
 		}
-		return nil, fmt.Errorf("%s: TLS handshake: %w", addr, err)
+		return nil, s.tlsRefused(addr, deadline, err)
 	}
 	return tc, nil
+}
+
+// tlsRefused is the error of a TLS handshake with addr that failed with
+// err. A server that answered with bytes that are no TLS record does not
+// speak TLS. One that closed the connection (EOF, or a reset) may be a
+// plaintext port (ZooKeeper reads the client hello as a request of
+// impossible length and closes), or a TLS port closing at once (too many
+// connections, a proxy without a backend): a probe in the clear, by
+// deadline, tells them apart. Either way the error matches ErrNotTLS.
+func (s *Session) tlsRefused(addr string, deadline time.Time, err error) error {
+	var rh tls.RecordHeaderError
+	if errors.As(err, &rh) {
+		return &notTLSError{addr: addr, head: rh.RecordHeader[:], err: err}
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		if head := s.probeClear(addr, deadline); len(head) > 0 {
+			return &notTLSError{addr: addr, head: head, probed: true, err: err}
+		}
+	}
+	return fmt.Errorf("%s: TLS handshake: %w", addr, err)
+}
+
+// probeClear sends addr, in the clear, ZooKeeper's four-letter word
+// "srvr", which a ZooKeeper server answers with its version, or with a
+// refusal when four-letter words are disabled (a TLS-only port reads it
+// as no TLS record and closes). It returns the first bytes of the reply,
+// none if the server closed the connection or said nothing by deadline.
+func (s *Session) probeClear(addr string, deadline time.Time) []byte {
+	nc, err := s.cfg.Dialer("tcp", addr, time.Until(deadline))
+	if err != nil {
+		return nil
+	}
+	defer nc.Close()
+	if !s.track(nc) {
+		return nil
+	}
+	nc.SetDeadline(deadline)
+	if _, err := io.WriteString(nc, "srvr"); err != nil {
+		return nil
+	}
+	head := make([]byte, 32)
+	n, _ := nc.Read(head)
+	return head[:n]
 }
 
 // The bounds of a ConnectResponse's length: protocol version, timeout,

@@ -119,6 +119,57 @@ func TestTLSHandshakeBounded(t *testing.T) {
 	}
 }
 
+// A server that does not speak TLS is named as such (ErrNotTLS): one
+// that answers the client hello with something else (HTTP), and one that
+// closes the handshake but answers in the clear. One that closes the
+// handshake and says nothing in the clear either may be a TLS port
+// closing at once (too many connections): it is not.
+func TestTLSNotSpoken(t *testing.T) {
+	t.Parallel()
+	conf := &tls.Config{ServerName: "zk", MinVersion: tls.VersionTLS12}
+	http := notZooKeeper(t, func(nc net.Conn) {
+		nc.Read(make([]byte, 512))
+		io.WriteString(nc, "HTTP/1.1 400 Bad Request\r\n\r\n")
+	})
+	clear := notZooKeeper(t, func(nc net.Conn) { // as ZooKeeper's plaintext port
+		buf := make([]byte, 4)
+		if _, err := io.ReadFull(nc, buf); err == nil && string(buf) == "srvr" {
+			io.WriteString(nc, "Zookeeper version: 3.8\n")
+		}
+	})
+	closing := notZooKeeper(t, func(nc net.Conn) { nc.Read(make([]byte, 512)) })
+	for _, tc := range []struct {
+		name, addr string
+		want       bool
+		text       string
+	}{
+		{"http", http, true, http + ` does not speak TLS: it answered the TLS handshake with "HTTP/"`},
+		{"plaintext port", clear, true, clear + ` does not speak TLS: it closed the connection during the TLS handshake`},
+		{"closing", closing, false, closing + ": TLS handshake: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d := newDials()
+			s, err := dialTLSWith(tc.addr, conf, 500*time.Millisecond, d.onDial)
+			if s != nil || err == nil {
+				t.Fatalf("Dial = %v, %v; want no session", s, err)
+			}
+			got := d.first(tc.addr)
+			if errors.Is(got, zksession.ErrNotTLS) != tc.want || !strings.HasPrefix(got.Error(), tc.text) {
+				t.Fatalf("OnDial heard %v (ErrNotTLS: %v), want ErrNotTLS %v, %q...", got, errors.Is(got, zksession.ErrNotTLS), tc.want, tc.text)
+			}
+		})
+	}
+}
+
+// dialTLSWith dials a session on addr over TLS with conf, within d,
+// reporting each attempt to onDial.
+func dialTLSWith(addr string, conf *tls.Config, d time.Duration, onDial func(string, error)) (*zksession.Session, error) {
+	c, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return zksession.Dial(c, []string{addr}, zksession.Config{SessionTimeout: 4 * time.Second, TLS: conf, OnDial: onDial})
+}
+
 // notZooKeeper starts a TCP server that serves each connection with
 // serve, then closes it; it stops when the test ends.
 func notZooKeeper(t *testing.T, serve func(net.Conn)) string {

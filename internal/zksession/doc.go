@@ -28,9 +28,11 @@
 // config names one), then ZooKeeper's handshake; one deadline bounds the
 // three: T divided by the number of servers. Config.OnDial hears how each
 // attempt ended, and why it failed, by address: a name that does not
-// resolve, a refused dial, a server that answers but not as ZooKeeper
-// ([ErrNotZooKeeper]), that closes the connection or says nothing before
-// its answer, a read-only offer.
+// resolve, a refused dial, a server that does not speak TLS
+// ([ErrNotTLS]: a plaintext port, found by a probe in the clear when the
+// server closes the TLS handshake), a server that answers but not as
+// ZooKeeper ([ErrNotZooKeeper]), that closes the connection or says
+// nothing before its answer, a read-only offer.
 //
 // # Connection loss and reconnection
 //

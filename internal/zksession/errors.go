@@ -47,6 +47,35 @@ func (e *notZooKeeperError) Is(target error) bool { return target == ErrNotZooKe
 
 func (e *notZooKeeperError) Unwrap() error { return e.err }
 
+// ErrNotTLS is matched (errors.Is) by the error of a connection attempt
+// with Config.TLS whose server does not speak TLS: it answered the TLS
+// client hello with bytes that are no TLS record, or closed the
+// connection but answers in the clear (a plaintext port). The error's
+// text is "<addr> does not speak TLS: ...", and it wraps the handshake's
+// error.
+var ErrNotTLS = errors.New("zksession: server does not speak TLS")
+
+// A notTLSError is why a server that does not speak TLS was given up
+// on; it matches ErrNotTLS.
+type notTLSError struct {
+	addr   string
+	head   []byte // the first bytes of its answer: to the hello, or to the probe in the clear
+	probed bool   // it closed the handshake, and head answered the probe (see probeClear)
+	err    error  // the handshake's error
+}
+
+func (e *notTLSError) Error() string {
+	if e.probed {
+		return fmt.Sprintf("%s does not speak TLS: it closed the connection during the TLS handshake (%v), but answers in the clear (%s): a plaintext port?",
+			e.addr, e.err, strconv.Quote(string(e.head)))
+	}
+	return fmt.Sprintf("%s does not speak TLS: it answered the TLS handshake with %s (%v)", e.addr, strconv.Quote(string(e.head)), e.err)
+}
+
+func (e *notTLSError) Is(target error) bool { return target == ErrNotTLS }
+
+func (e *notTLSError) Unwrap() error { return e.err }
+
 // A silenceError is why a server that accepted the connection was given
 // up on before it answered: the attempt's deadline passed, or Dial's
 // context ended. It wraps os.ErrDeadlineExceeded.

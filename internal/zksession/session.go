@@ -61,7 +61,8 @@ type Config struct {
 	// not, in an error that begins with addr: a name that does not
 	// resolve ("<addr> does not resolve: ...", wrapping the
 	// *net.DNSError), a dial that failed (wrapping its error, such as
-	// ECONNREFUSED), a TLS handshake that failed, a server that answered
+	// ECONNREFUSED), a TLS handshake that failed (matching ErrNotTLS
+	// when the server does not speak TLS), a server that answered
 	// but not as ZooKeeper (matching ErrNotZooKeeper), "<addr> accepted
 	// the connection, then EOF before any ZooKeeper reply", "<addr>
 	// accepted the connection but has not answered ZooKeeper's handshake
