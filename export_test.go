@@ -1,8 +1,13 @@
 package zklock
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/zklock/zklock/internal/zksession"
+	"github.com/zklock/zklock/internal/zkwire"
 )
 
 // Test hooks: unexported helpers exposed to the black-box tests.
@@ -93,3 +98,14 @@ func WatchesSettled(c *Client) bool {
 // need a request on it that the Client's data operations do not make (a
 // watch, a Multi, a Sync), on either transport.
 func ConnOf(c *Client) ZKConn { return c.zc }
+
+// HasChildWatch reports whether the server holds a child watch on the
+// full path p for the session of c, a Client of Connect: it asks the
+// server (checkWatches), on the session, after anything sent before.
+func HasChildWatch(ctx context.Context, c *Client, p string) (bool, error) {
+	err := c.own.cur().Do(ctx, zkwire.OpCheckWatches, p, zkwire.RemoveWatchesRequest{Path: p, Type: zkwire.WatcherChildren}, nil)
+	if errors.Is(err, zksession.ErrNoWatcher) {
+		return false, nil
+	}
+	return err == nil, err
+}

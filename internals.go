@@ -9,10 +9,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklock/zklock/internal/layout"
+	"github.com/zklock/zklock/internal/zksession"
 )
 
 // revokeMessage is the data Curator's Revoker writes into a lock node to ask
@@ -366,7 +368,7 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 	// Driver that panics included), lets the parent's watch go.
 	var shown *lockNode
 	defer func() { c.holds.listed(li.basePath, pw, events, shown) }()
-	cctx, sent, listed, ok := readBehind(ctx, c, func() listing {
+	cctx, sent, listed, ok := readBehind(ctx, c, func(ctx context.Context) listing {
 		var children []string
 		var st *zk.Stat
 		var err error
@@ -383,12 +385,12 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 	if !ok {
 		return nil, nil, nil, ErrClosed
 	}
-	defer sent() // a Driver that panics too: the create's path is forgotten
+	defer sent(false) // a Driver that panics: the create's path is forgotten, and the listing dropped
 	// A custom driver may create otherwise: then the listing follows the
 	// create's reply.
 	p, err := li.driver.CreateNode(cctx, c, path.Join(li.basePath, li.lockName), data)
-	sent()
-	if err != nil { // the listing may still be on its way: a spare event is harmless
+	sent(err == nil)
+	if err != nil { // the listing's outcome is dropped, its watch removed (see readBehind)
 		return nil, nil, nil, err
 	}
 	n := li.newNode(p, snap.session)
@@ -409,34 +411,72 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 // ZooKeeper, which serves one session's requests in order, serves it after
 // the create and the caller waits one round trip for both. The create must
 // run under the returned context (see sending); the caller calls sent once
-// the create has returned, whether it was sent or not. read's outcome
-// comes on the channel. ok is false once the Client has begun to close.
+// the create has returned, with whether it created the node (a deferred
+// sent(false) after it does nothing). read runs under the context it is
+// given; its outcome comes on the channel for a create that succeeded
+// (after one that failed it may never come, and must not be used). ok is
+// false once the Client has begun to close.
 //
 // On zklock's own session, read runs on the create's goroutine as soon as
 // the create is queued (see whenQueued), before the create waits for its
 // reply: it goes on the wire after the create, and its reply, which
 // ZooKeeper sends after the create's, finds the create answered; no
-// goroutine is needed. On a go-zookeeper connection, whose queue the
-// Client cannot see, read is handed to a goroutine right before the create
-// is sent, and overtakes it now and then (its caller then lists again).
-func readBehind[T any](ctx context.Context, c *Client, read func() T) (cctx context.Context, sent func(), out <-chan T, ok bool) {
+// goroutine is needed. A create that fails costs its read nonetheless,
+// once queued: the read is in the create's write, before the create's
+// reply is known (waiting for the reply would cost every grant a round
+// trip, and a transaction cannot hold a read with a write). So its outcome
+// is dropped, and the watches it set are removed (zksession.Tentative),
+// without waiting: left, they would stay on the server until the node
+// changed, which under a parent where the create is refused may never
+// happen, and a session would keep one more for every failed attempt. A
+// create that fails before it is queued sends no read. A create that
+// succeeds without being queued here (a Driver that creates otherwise) is
+// followed by its read.
+//
+// On a go-zookeeper connection, whose queue the Client cannot see, read is
+// handed to a goroutine right before the create is sent, and overtakes it
+// now and then (its caller then lists again). A create that fails before
+// it is sent sends no read; one sent may have had its read sent too, and
+// a watch it set stays until it fires (go-zookeeper cannot remove one).
+func readBehind[T any](ctx context.Context, c *Client, read func(context.Context) T) (cctx context.Context, sent func(created bool), out <-chan T, ok bool) {
+	res := make(chan T, 1)
+	var decided sync.Once
 	if c.zc.Native() {
-		res := make(chan T, 1)
-		var once sync.Once
-		run := func() { once.Do(func() { res <- read() }) }
-		return context.WithValue(ctx, sendingKey{}, func(string) { run() }), run, res, true
+		var t zksession.Tentative
+		rctx := zksession.WithTentative(ctx, &t)
+		var ran sync.Once
+		run := func() { ran.Do(func() { res <- read(rctx) }) }
+		sent = func(created bool) {
+			decided.Do(func() {
+				if created {
+					run()
+					return
+				}
+				ran.Do(func() {}) // not sent, if it was not yet
+				t.Drop()
+			})
+		}
+		return context.WithValue(ctx, sendingKey{}, func(string) { run() }), sent, res, true
 	}
 	handed := make(chan struct{})
 	var once sync.Once
+	var skip atomic.Bool // the create failed before read was handed
 	sending := func(string) { once.Do(func() { close(handed) }) }
-	sent = func() { sending("") } // never sent: read goes on its own
-	res := make(chan T, 1)
+	sent = func(created bool) { // a create never handed: read goes on its own, if it succeeded
+		decided.Do(func() {
+			skip.Store(!created)
+			sending("")
+		})
+	}
 	if !c.goFunc(func() {
 		select {
 		case <-handed:
-		case <-ctx.Done():
+		case <-ctx.Done(): // the caller no longer waits for read
+			return
 		}
-		res <- read()
+		if !skip.Load() {
+			res <- read(ctx)
+		}
 	}) {
 		return nil, nil, nil, false
 	}

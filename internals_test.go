@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"sync"
 	"testing"
 	"time"
@@ -313,6 +314,62 @@ func (c *countConn) Sync(ctx context.Context, p string) (string, error) {
 func (c *countConn) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	c.count("multi")
 	return c.ZKConn.Multi(ctx, ops...)
+}
+
+// A create that fails leaves nothing of the listing sent behind it (see
+// readBehind). Once the create is queued, the listing, in the same write,
+// cannot be held back: it goes (two requests, as for a grant), its result
+// is dropped, and the child watch it set is removed (it stayed on the
+// server, and in the session, until the children changed: never, under a
+// parent where nobody may create). A create that fails before it is sent
+// (an ACL refused locally) sends no listing at all (it sent one).
+func TestIntegration_ReadBehindFailedCreate(t *testing.T) {
+	t.Parallel()
+	bg := context.Background()
+	cases := []struct {
+		name     string
+		readOnly string // the node under which the create is refused
+		acquire  func(e *env, c *zklock.Client) error
+	}{
+		{"mutex", "/ro", func(e *env, c *zklock.Client) error {
+			_, err := e.mutex(c, "/ro").Acquire(bg)
+			return err
+		}},
+		{"semaphore", "/sem/leases", func(e *env, c *zklock.Client) error {
+			s, err := zklock.NewSemaphore(c, e.root+"/sem", 1)
+			require.NoError(e.t, err)
+			_, err = s.Acquire(bg)
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			dir := e.root + tc.readOnly
+			e.create(path.Dir(dir))
+			_, err := e.admin.Create(dir, nil, 0, zk.WorldACL(zk.PermRead))
+			require.NoError(t, err)
+			c, cc := e.countingClient()
+			err = tc.acquire(e, c)
+			require.ErrorIs(t, err, zk.ErrNoAuth)
+			if _, ops := cc.total(); tc.name == "mutex" {
+				assert.Equal(t, map[string]int{"create": 1, "getChildren": 1}, ops, "the create and the listing in its write")
+			}
+			watched, err := zklock.HasChildWatch(bg, c, dir) // sent after anything the acquire sent
+			require.NoError(t, err)
+			assert.False(t, watched, "the failed create's listing left its watch on %s", dir)
+		})
+	}
+	t.Run("not sent", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		c, cc := e.countingClient(zklock.WithACL(func(string) []zk.ACL { return nil }))
+		_, err := e.mutex(c, "/noacl").Acquire(bg)
+		require.ErrorIs(t, err, zklock.ErrInvalidArgument)
+		n, ops := cc.total()
+		assert.Zero(t, n, "a create refused before it was sent sends no listing: %v", ops)
+	})
 }
 
 // countingClient connects a Client, with opts, whose requests cc counts.

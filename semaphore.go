@@ -325,18 +325,18 @@ func (s *Semaphore) createLeases(ctx context.Context, n int) ([]*lockNode, <-cha
 	c := s.c
 	var made []*lockNode
 	for i := range n {
-		cctx, sent, listed := ctx, func() {}, (<-chan leaseListing)(nil)
+		cctx, sent, listed := ctx, func(bool) {}, (<-chan leaseListing)(nil)
 		if i == n-1 {
 			var ok bool
-			if cctx, sent, listed, ok = readBehind(ctx, c, func() leaseListing { return s.listLeases(ctx) }); !ok {
+			if cctx, sent, listed, ok = readBehind(ctx, c, s.listLeases); !ok {
 				deleteNodes(ctx, c, made)
 				return nil, nil, ErrClosed
 			}
-			defer sent()
+			defer sent(false)
 		}
 		sid := c.zc.SessionID()
 		p, err := c.createProtected(cctx, pathpkg.Join(s.leases, leaseName), s.data, zk.FlagEphemeral|zk.FlagSequence, "")
-		sent()
+		sent(err == nil)
 		if err != nil {
 			deleteNodes(ctx, c, made)
 			return nil, nil, closedErr(err)

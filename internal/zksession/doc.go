@@ -70,7 +70,11 @@
 // session ends, each remaining Watch gets an event of type EventNone with
 // state StateExpired, StateAuthFailed or StateClosed. Session.RemoveWatch
 // removes one, and tells the server (removeWatches) when it was the last
-// of its path and type.
+// of its path and type, in the same step as it queues the request: a
+// request setting that watch again, queued later, goes on the wire
+// after the removal. A [Tentative] collects the watches of calls made
+// under its context, for a caller that may drop their results: its Drop
+// removes them so, without waiting.
 //
 // AddWatch sets a persistent (or persistent recursive) watch, which
 // Config.OnEvent alone hears; a reconnection sets it again with the

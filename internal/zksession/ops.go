@@ -132,6 +132,9 @@ func (s *Session) watched(ctx context.Context, op zkwire.OpCode, path string, t 
 	if !r.registered {
 		return nil, err
 	}
+	if t, ok := ctx.Value(tentativeKey{}).(*Tentative); ok {
+		t.add(s, r.watch)
+	}
 	return r.watch, err
 }
 
@@ -169,11 +172,38 @@ func (s *Session) GetChildren2W(ctx context.Context, path string) ([]string, zkw
 // (removeWatches); a server that no longer has it (it fired meanwhile)
 // is not an error.
 func (s *Session) RemoveWatch(ctx context.Context, w *Watch) error {
-	found, last, t := s.watches.remove(w)
-	if !found || !last {
+	r := s.unwatch(w)
+	if r == nil {
 		return nil
 	}
-	return s.removeWatches(ctx, w.path, t)
+	err := r.wait(ctx)
+	if CodeOf(err) == zkwire.CodeNoWatcher {
+		return nil
+	}
+	return err
+}
+
+// unwatch takes w out of the set and, if it was the last watch of its
+// type on its path, with no request that sets one in flight, queues the
+// request that removes the server's watch, and returns it (nil if none).
+// Both happen under s.mu, as a call's count of its watch and its queueing
+// do (see call): a request that sets the watch again is either counted
+// before (then the server's watch stays) or goes on the wire after the
+// removal.
+func (s *Session) unwatch(w *Watch) *request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	found, last, t := s.watches.remove(w)
+	if !found || !last || s.end != nil {
+		return nil
+	}
+	r, err := newRequest(zkwire.OpRemoveWatches, w.path, 0, zkwire.RemoveWatchesRequest{Path: w.path, Type: t}, nil, s.cfg.MaxFrame)
+	if err != nil { // w's own request, with the same path, was not over the limit
+		return nil
+	}
+	s.queue = append(s.queue, r)
+	s.kick()
+	return r
 }
 
 // removeWatches removes the session's server watches of type t on path;

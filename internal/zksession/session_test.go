@@ -262,6 +262,60 @@ func TestIntegration_RemoveWatch(t *testing.T) {
 	}
 }
 
+// Drop removes the watches set under a Tentative's context without
+// waiting: the server's child watch goes (a request sent after Drop
+// finds none), unless another Watch of the session still needs it; a
+// watch set under the context after Drop is removed at once.
+func TestIntegration_TentativeDrop(t *testing.T) {
+	s := open(t, nil, 4*time.Second, nil)
+	root := zktest.Shared(t).Root(t)
+	a, b := root+"/a", root+"/b"
+	mustCreate(t, s, a, nil)
+	mustCreate(t, s, b, nil)
+	hasChildWatch := func(p string) bool {
+		t.Helper()
+		err := s.Do(ctx(t), zkwire.OpCheckWatches, p, zkwire.RemoveWatchesRequest{Path: p, Type: zkwire.WatcherChildren}, nil)
+		if err != nil && !errors.Is(err, zksession.ErrNoWatcher) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	var tent zksession.Tentative
+	tctx := zksession.WithTentative(ctx(t), &tent)
+	_, _, wa, err := s.GetChildren2W(tctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, wb, err := s.GetChildren2W(tctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, kept, err := s.GetChildren2W(ctx(t), b) // b's server watch is needed still
+	if err != nil {
+		t.Fatal(err)
+	}
+	tent.Drop()
+	for _, w := range []*zksession.Watch{wa, wb} {
+		if ev := event(t, w); ev.Type != zkwire.EventChildWatchRemoved {
+			t.Fatalf("dropped watch on %s heard %+v", w.Path(), ev)
+		}
+	}
+	if hasChildWatch(a) || !hasChildWatch(b) {
+		t.Fatalf("after Drop: child watch on a %v (want false), on b %v (want true)", hasChildWatch(a), hasChildWatch(b))
+	}
+	_, _, late, err := s.GetChildren2W(tctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := event(t, late); ev.Type != zkwire.EventChildWatchRemoved || hasChildWatch(a) {
+		t.Fatalf("a watch set after Drop heard %+v; server watch on a: %v", ev, hasChildWatch(a))
+	}
+	mustCreate(t, s, b+"/c", nil)
+	if ev := event(t, kept); ev.Type != zkwire.EventNodeChildrenChanged {
+		t.Fatalf("the watch Drop did not own heard %+v", ev)
+	}
+}
+
 // Close ends the session on the server (its ephemeral nodes go), is
 // idempotent, and calls after it fail with ErrClosed.
 func TestIntegration_Close(t *testing.T) {

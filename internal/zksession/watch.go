@@ -66,6 +66,58 @@ func WithNotify(ctx context.Context, f func(Event)) context.Context {
 	return context.WithValue(ctx, notifyKey{}, f)
 }
 
+// A Tentative collects the watches that calls made under a context from
+// WithTentative set, for a caller that may drop those calls' results (a
+// read sent behind a write that then failed): Drop removes them. The zero
+// Tentative is ready to use; it is safe for concurrent use.
+type Tentative struct {
+	mu      sync.Mutex
+	set     []tentativeWatch // guarded by mu
+	dropped bool             // guarded by mu
+}
+
+// tentativeWatch is one Watch a Tentative collected, with its session.
+type tentativeWatch struct {
+	s *Session
+	w *Watch
+}
+
+type tentativeKey struct{}
+
+// WithTentative returns a copy of ctx under which a call that sets a
+// Watch (GetDataW, ExistsW, GetChildren2W) records it in t.
+func WithTentative(ctx context.Context, t *Tentative) context.Context {
+	return context.WithValue(ctx, tentativeKey{}, t)
+}
+
+// add records w, set on s; after Drop, it removes w at once.
+func (t *Tentative) add(s *Session, w *Watch) {
+	t.mu.Lock()
+	dropped := t.dropped
+	if !dropped {
+		t.set = append(t.set, tentativeWatch{s, w})
+	}
+	t.mu.Unlock()
+	if dropped {
+		s.unwatch(w)
+	}
+}
+
+// Drop removes every Watch t recorded, and any recorded later, as
+// RemoveWatch does (each hears its removal; the server's watch goes when
+// it was the last on its path), without waiting for the server's answer:
+// a removal that fails with the connection needs none, since a new
+// connection sets only the watches the session still has.
+func (t *Tentative) Drop() {
+	t.mu.Lock()
+	set := t.set
+	t.set, t.dropped = nil, true
+	t.mu.Unlock()
+	for _, tw := range set {
+		tw.s.unwatch(tw.w)
+	}
+}
+
 // Path returns the watched node's path.
 func (w *Watch) Path() string { return w.path }
 
