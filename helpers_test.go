@@ -85,6 +85,12 @@ func setupOn(t *testing.T, servers []string) *env {
 		require.NoError(t, e.admin.AddAuth("digest", []byte(u)))
 	}
 	require.NoError(t, zktest.DeleteTree(e.admin, e.root))
+	// The tests' common parent, open to all: a test whose Client makes it
+	// with a restricted ACL (TestIntegration_NewClientWithAuth's) would
+	// otherwise lock the others out when it happens to run first.
+	if _, err := e.admin.Create("/zklock-test", nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		require.NoError(t, err)
+	}
 	t.Cleanup(func() {
 		zktest.WaitNoEphemerals(t, e.admin, e.root, 10*time.Second)
 		e.mu.Lock()
