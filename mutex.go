@@ -174,8 +174,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 	if h := holdIn(ctx, m); h != nil && ctx.Err() == nil && h.enter() {
 		return h.ctx, nil
 	}
-	var first string // the holder, as the engine last saw it
-	req := acquireReq{data: m.data, try: try, first: &first}
+	req := acquireReq{data: m.data, try: try}
 	var refused error
 	if m.rules.admit != nil {
 		req.at, refused = m.rules.admit(ctx)
@@ -185,10 +184,11 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 		return nil, err
 	}
 	defer a.stop()
+	req.first = a.probeHolder(ctx, m.c, holderSource{path: m.path}, !try)
 	req.onRevoke = m.onRevoke(a.story)
 	node, snap, err := m.li.acquireTry(a.ctx, req)
 	if err != nil {
-		err = m.c.nameHolder(ctx, shutdownErr(ctx, a.ctx, err), m.path, first)
+		err = req.first.nameHolder(ctx, shutdownErr(ctx, a.ctx, err))
 		return nil, a.failed(opErr(ctx, "acquire", m.path, err))
 	}
 	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: m.name, node: node, live: m.live, story: a.story, maxHold: a.maxHold})
