@@ -227,37 +227,59 @@ func TestIntegration_SemaphoreFullSaysNoLeaseFree(t *testing.T) {
 // A wait that a short deadline ends (100 ms, the last 50 of them left to
 // the read that names the holder, which must come before the deadline)
 // still names the holder, for each kind of wait: the engine's queue (a
-// Mutex), a Semaphore's leases, an Election's loop. It returns by its
+// Mutex), a Semaphore's leases, an Election's loop; on zklock's own
+// session and on a go-zookeeper connection (NewClient). It returns by its
 // deadline, give or take scheduling.
 func TestIntegration_HolderNamedAtShortDeadline(t *testing.T) {
 	t.Parallel()
 	for _, r := range offlineRecipes {
-		t.Run(r.name, func(t *testing.T) {
-			t.Parallel()
-			e := setup(t)
-			p := e.root + "/busy"
-			bg := context.Background()
-			held, err := r.lock(t, e.client(zklock.WithNodeData([]byte("owner-1"))), p)(bg)
-			require.NoError(t, err)
-			acquire := r.lock(t, e.client(), p)
-			const d = 100 * time.Millisecond
-			ctx, cancel := context.WithTimeout(bg, d)
-			defer cancel()
-			start := time.Now()
-			hd, err := acquire(ctx)
-			took := time.Since(start)
-			require.Nil(t, hd)
-			require.ErrorIs(t, err, context.DeadlineExceeded)
-			he := holderAs(t, err)
-			assert.Equal(t, held.Path(), he.Node, "%v", err)
-			if r.name != "election" { // an Election's node holds its id
-				assert.Equal(t, "owner-1", string(he.Data), "%v", err)
+		for _, goZK := range []bool{false, true} {
+			name := r.name
+			if goZK {
+				name += "/go-zookeeper"
 			}
-			assert.GreaterOrEqual(t, he.Held, d/2, "held at least from the wait's start to its end, give or take the clocks: %v", err)
-			assert.Less(t, took, d+deadlineSlack, "took %v with a deadline of %v", took, d)
-			require.NoError(t, held.Release())
-		})
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				holderNamedAtShortDeadline(t, r, goZK)
+			})
+		}
 	}
+}
+
+// holderNamedAtShortDeadline is TestIntegration_HolderNamedAtShortDeadline
+// for r, its waiter on a go-zookeeper connection with goZK.
+func holderNamedAtShortDeadline(t *testing.T, r offlineRecipe, goZK bool) {
+	e := setup(t)
+	p := e.root + "/busy"
+	bg := context.Background()
+	held, err := r.lock(t, e.client(zklock.WithNodeData([]byte("owner-1"))), p)(bg)
+	require.NoError(t, err)
+	c := e.client()
+	if goZK {
+		conn, events, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(quietLogger{}))
+		require.NoError(t, err)
+		t.Cleanup(conn.Close)
+		c = zklock.NewClient(conn, events)
+		t.Cleanup(func() { c.Close() })
+		waitState(t, c, 10*time.Second, zklock.StateConnected)
+	}
+	acquire := r.lock(t, c, p)
+	const d = 100 * time.Millisecond
+	ctx, cancel := context.WithTimeout(bg, d)
+	defer cancel()
+	start := time.Now()
+	hd, err := acquire(ctx)
+	took := time.Since(start)
+	require.Nil(t, hd)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	he := holderAs(t, err)
+	assert.Equal(t, held.Path(), he.Node, "%v", err)
+	if r.name != "election" { // an Election's node holds its id
+		assert.Equal(t, "owner-1", string(he.Data), "%v", err)
+	}
+	assert.GreaterOrEqual(t, he.Held, d/2, "held at least from the wait's start to its end, give or take the clocks: %v", err)
+	assert.Less(t, took, d+deadlineSlack, "took %v with a deadline of %v", took, d)
+	require.NoError(t, held.Release())
 }
 
 // getCounter counts the plain reads (Get) a Client sends: a read that
