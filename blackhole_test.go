@@ -11,16 +11,23 @@ import (
 	"github.com/zklock/zklock"
 )
 
-// blackholeSlack is what a call may take past its context's end while its
-// connection swallows every byte: the bounded read that names a holder
-// (holderGrace, 250 ms) and scheduling.
+// deadlineSlack is what a call may take past its context's deadline while
+// its connection swallows every byte: scheduling only (the holder of a busy
+// lock is read before the deadline, or not at all).
+const deadlineSlack = 150 * time.Millisecond
+
+// blackholeSlack is what a call may take past its context's cancellation
+// (which has no deadline to read the holder before) while its connection
+// swallows every byte: the bounded read that names a holder (250 ms) and
+// scheduling.
 const blackholeSlack = 600 * time.Millisecond
 
 // While the connection is black-holed (bytes swallowed, no reset: the
 // Client still believes it connected), every call returns within its
-// context's deadline, or a bounded grace after it; the work it leaves
-// (its node's delete) goes on in the background, and no node is left
-// once the connection is back.
+// context's deadline, give or take scheduling, also one that waits for a
+// busy lock, whose holder it would name; a cancelled one returns within a
+// bounded grace. The work a call leaves (its node's delete) goes on in
+// the background, and no node is left once the connection is back.
 func TestIntegration_BlackholeCallsKeepTheirDeadlines(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -45,9 +52,16 @@ func TestIntegration_BlackholeCallsKeepTheirDeadlines(t *testing.T) {
 
 	queued, cancel := context.WithCancel(bg)
 	got := acquireAsync(queued, m)
-	waitParticipants(t, theirs, 2)
+	// A waiter whose deadline comes during the blackhole.
+	const timedOut = 2 * time.Second
+	timedStart := time.Now()
+	timed, cancelTimed := context.WithTimeout(bg, timedOut)
+	defer cancelTimed()
+	gotTimed := acquireAsync(timed, e.mutex(c, "/m"))
+	waitParticipants(t, theirs, 3)
 	link.Blackhole()
 	defer link.Restore()
+	require.Less(t, time.Since(timedStart), timedOut/2, "the timed waiter queued well before its deadline")
 
 	within := func(what string, d time.Duration, f func(ctx context.Context) error) {
 		t.Helper()
@@ -57,7 +71,8 @@ func TestIntegration_BlackholeCallsKeepTheirDeadlines(t *testing.T) {
 		err := f(ctx)
 		took := time.Since(start)
 		require.ErrorIs(t, err, context.DeadlineExceeded, what)
-		assert.Less(t, took, d+blackholeSlack, "%s took %v with a deadline of %v", what, took, d)
+		t.Logf("%s took %v with a deadline of %v", what, took, d)
+		assert.Less(t, took, d+deadlineSlack, "%s took %v with a deadline of %v", what, took, d)
 	}
 	within("Semaphore.Acquire", 700*time.Millisecond, func(ctx context.Context) error {
 		_, err := sem.Acquire(ctx)
@@ -71,6 +86,12 @@ func TestIntegration_BlackholeCallsKeepTheirDeadlines(t *testing.T) {
 		_, _, err := c.Get(ctx, e.root)
 		return err
 	})
+
+	timedA := await(t, gotTimed, 10*time.Second)
+	require.ErrorIs(t, timedA.err, context.DeadlineExceeded)
+	took := timedA.at.Sub(timedStart)
+	t.Logf("a queued Mutex.Acquire took %v with a deadline of %v: %v", took, timedOut, timedA.err)
+	assert.Less(t, took, timedOut+deadlineSlack, "a queued Mutex.Acquire took %v with a deadline of %v", took, timedOut)
 
 	start := time.Now()
 	cancel()

@@ -132,13 +132,13 @@ func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p str
 		return nil, err
 	}
 	defer a.stop()
-	var first string // the leader, as the engine last saw it
-	node, snap, err := acquireOwned(a.ctx, c, li, id, &first)
+	leader := a.probeHolder(ctx, c, holderSource{path: p}, true)
+	node, snap, err := acquireOwned(a.ctx, c, li, id, leader)
 	if err != nil {
 		// Its owner check and its requeue wait outside the engine's acquire
 		// (see Client.offline).
 		err = shutdownErr(ctx, a.ctx, c.offline(ctx, err))
-		return nil, a.failed(opErr(ctx, "campaign", p, c.nameHolder(ctx, err, p, first)))
+		return nil, a.failed(opErr(ctx, "campaign", p, leader.nameHolder(ctx, err)))
 	}
 	h := newHold(c, ctx, holdSpec{key: key, name: name, node: node, live: live, story: a.story, maxHold: a.maxHold})
 	if !h.watch(snap, nil) {
@@ -153,9 +153,9 @@ func campaign(ctx context.Context, c *Client, li *lockInternals, id, name, p str
 // it grants: the engine decided from a listing, and a listing may show a
 // node that is already gone, or an earlier session's node that is dying
 // (CURATOR-696). A node that fails the check is deleted and the
-// participant queues again, under the retry policy. first gets the
-// leader as the engine last saw it.
-func acquireOwned(ctx context.Context, c *Client, li *lockInternals, id string, first *string) (*lockNode, snapshot, error) {
+// participant queues again, under the retry policy. first sees the
+// leader as the engine sees it.
+func acquireOwned(ctx context.Context, c *Client, li *lockInternals, id string, first *holderProbe) (*lockNode, snapshot, error) {
 	r := newRetrier(c.opts.retry)
 	for {
 		node, snap, err := li.acquire(ctx, acquireReq{data: []byte(id), first: first})

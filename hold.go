@@ -695,7 +695,7 @@ func (h *hold) freed() error {
 // deleteNode is the free function of a node hold: a guaranteed delete. A
 // node found already gone means the hold had been lost unseen.
 func (h *hold) deleteNode() error {
-	gone, err := h.c.deleteNodeGone(h.node.path, h.story)
+	gone, err := h.c.deleteNodeGone(context.Background(), h.node.path, h.story)
 	if gone {
 		h.node.solo.deleted(h.node.name)
 	}

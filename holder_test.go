@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,4 +222,116 @@ func TestIntegration_SemaphoreFullSaysNoLeaseFree(t *testing.T) {
 	assert.Equal(t, 3, he.Leases, "%v", err)
 	stop()
 	require.ErrorIs(t, await(t, waiting, 10*time.Second), context.Canceled)
+}
+
+// A wait that a short deadline ends (100 ms, the last 50 of them left to
+// the read that names the holder, which must come before the deadline)
+// still names the holder, for each kind of wait: the engine's queue (a
+// Mutex), a Semaphore's leases, an Election's loop; on zklock's own
+// session and on a go-zookeeper connection (NewClient). It returns by its
+// deadline, give or take scheduling.
+func TestIntegration_HolderNamedAtShortDeadline(t *testing.T) {
+	t.Parallel()
+	for _, r := range offlineRecipes {
+		for _, goZK := range []bool{false, true} {
+			name := r.name
+			if goZK {
+				name += "/go-zookeeper"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				holderNamedAtShortDeadline(t, r, goZK)
+			})
+		}
+	}
+}
+
+// holderNamedAtShortDeadline is TestIntegration_HolderNamedAtShortDeadline
+// for r, its waiter on a go-zookeeper connection with goZK.
+func holderNamedAtShortDeadline(t *testing.T, r offlineRecipe, goZK bool) {
+	e := setup(t)
+	p := e.root + "/busy"
+	bg := context.Background()
+	held, err := r.lock(t, e.client(zklock.WithNodeData([]byte("owner-1"))), p)(bg)
+	require.NoError(t, err)
+	c := e.client()
+	if goZK {
+		conn, events, err := zk.Connect(e.servers, 10*time.Second, zk.WithLogger(quietLogger{}))
+		require.NoError(t, err)
+		t.Cleanup(conn.Close)
+		c = zklock.NewClient(conn, events)
+		t.Cleanup(func() { c.Close() })
+		waitState(t, c, 10*time.Second, zklock.StateConnected)
+	}
+	acquire := r.lock(t, c, p)
+	const d = 100 * time.Millisecond
+	ctx, cancel := context.WithTimeout(bg, d)
+	defer cancel()
+	start := time.Now()
+	hd, err := acquire(ctx)
+	took := time.Since(start)
+	require.Nil(t, hd)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	he := holderAs(t, err)
+	assert.Equal(t, held.Path(), he.Node, "%v", err)
+	if r.name != "election" { // an Election's node holds its id
+		assert.Equal(t, "owner-1", string(he.Data), "%v", err)
+	}
+	assert.GreaterOrEqual(t, he.Held, d/2, "held at least from the wait's start to its end, give or take the clocks: %v", err)
+	assert.Less(t, took, d+deadlineSlack, "took %v with a deadline of %v", took, d)
+	require.NoError(t, held.Release())
+}
+
+// getCounter counts the plain reads (Get) a Client sends: a read that
+// names a holder is one; the engine's waits and watches use GetW and
+// ExistsW.
+type getCounter struct {
+	zklock.ZKConn
+	n atomic.Int32
+}
+
+func (g *getCounter) Get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
+	g.n.Add(1)
+	return g.ZKConn.Get(ctx, p)
+}
+
+// An acquire with a deadline that is granted before its read of the
+// holder is due (250 ms before the deadline) never sends it: neither one
+// granted at once (a Mutex, a Semaphore) nor a waiter granted by a
+// handoff. Reads are counted until the deadline has passed and Close has
+// waited for the Client's goroutines.
+func TestIntegration_HolderNotReadWhenGranted(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	gets := &getCounter{}
+	c := e.client(zklock.WithConnWrapper(func(real zklock.ZKConn) zklock.ZKConn {
+		gets.ZKConn = real
+		return gets
+	}))
+	bg := context.Background()
+	holder := e.mutex(e.client(), "/job")
+	h, err := holder.Lock(bg)
+	require.NoError(t, err)
+
+	const d = 2 * time.Second
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(bg, d)
+	defer cancel()
+	free, err := e.mutex(c, "/free").Lock(ctx)
+	require.NoError(t, err)
+	lease, err := e.semaphore(c, "/sem", 2).Acquire(ctx)
+	require.NoError(t, err)
+	waiting := acquireAsync(ctx, e.mutex(c, "/job"))
+	waitParticipants(t, holder, 2)
+	require.NoError(t, h.Release())
+	waiter := await(t, waiting, 10*time.Second)
+	require.NoError(t, waiter.err)
+	require.Less(t, waiter.at.Sub(start), d/2, "granted long before the read was due")
+
+	waitDone(t, ctx, 2*d) // past the time the read was due
+	require.NoError(t, free.Release())
+	require.NoError(t, lease.Release())
+	require.NoError(t, e.mutex(c, "/job").Release(waiter.ctx))
+	require.NoError(t, c.Close())
+	assert.Zero(t, gets.n.Load(), "reads of a holder by acquires that were granted")
 }

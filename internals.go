@@ -143,7 +143,7 @@ type acquireReq struct {
 	try      bool              // decide once, never wait: ErrLocked instead
 	onRevoke func(node string) // runs when someone asks the holder of node to release; may be nil
 	at       *placement        // take this node at once instead of queueing; may be nil
-	first    *string           // if not nil, gets the full path of the first node of each listing decided on (the holder, for HolderError)
+	first    *holderProbe      // if not nil, sees the full path of the first node of each listing decided on (the holder, for HolderError)
 }
 
 // placement is a node that a recipe's rules entitle a context to take at
@@ -526,9 +526,7 @@ func (li *lockInternals) peek(ctx context.Context, req acquireReq) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	if req.first != nil {
-		*req.first = firstChild(li.basePath, children)
-	}
+	req.first.see(firstChild(li.basePath, children))
 	// A name that sorts after every existing node stands for ours: U+FFFF
 	// is the largest UTF-16 code unit.
 	probe := li.lockName + strings.Repeat("\uffff", 16)
@@ -586,14 +584,14 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 		}
 	}
 	children = sortUpTo(children, n.name, li.lockName, li.driver)
-	if req.first != nil {
-		*req.first = firstChild(li.basePath, children)
-	}
 	if n.position < 0 {
 		n.position = len(children) - 1
 	}
 	res, err := li.driver.GetsTheLock(children, n.name, li.maxLeases)
 	res.Acquired = res.Acquired || mutant("twoholders") && len(children) == 2 // test-only (zklock_mutant): the second in line is granted too
+	if err == nil && !res.Acquired {
+		req.first.see(firstChild(li.basePath, children)) // the holder, that n waits for
+	}
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return verdict{}, errNodeGone

@@ -170,7 +170,14 @@ func TestIntegration_MutexCancelledAcquireLeavesNoNode(t *testing.T) {
 		defer cancel()
 		_, err := waiter.Acquire(ctx)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.Len(t, e.children(e.root+"/cancel"), 1)
+		// Its node's delete is sent before it returns, its reply not
+		// awaited: its own Client sees the node gone at once, another
+		// session a round trip later.
+		parts, err := waiter.Participants(bg)
+		require.NoError(t, err)
+		assert.Len(t, parts, 1, "its own Client's listing, sent after it returned")
+		require.Eventually(t, func() bool { return len(e.children(e.root+"/cancel")) == 1 }, 10*time.Second, 5*time.Millisecond,
+			"the timed-out waiter's node is deleted")
 	})
 	t.Run("cancel", func(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(bg)

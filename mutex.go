@@ -148,10 +148,13 @@ func (m *Mutex) TryLock(ctx context.Context) (*Hold, error) {
 // retry policy does not bound that wait). On failure it returns an error
 // naming the path and wrapping ctx.Err() (and its cause), ErrClosed, or
 // the ZooKeeper error, and leaves no node behind (a node it cannot delete
-// while the connection is down is deleted once it is back). When ctx ends
-// while the Client is not connected, the error also wraps ErrNotConnected
-// and says for how long; while connected, it names the holder
-// ([HolderError]).
+// while the connection is down is deleted once it is back; on zklock's own
+// session, when ctx has ended, the delete is sent before Acquire returns
+// and its reply not awaited, so that a silent connection does not hold
+// the caller: the Client's later requests find the node gone, other
+// sessions a round trip later). When ctx ends while the Client is not
+// connected, the error also wraps ErrNotConnected and says for how long;
+// while connected, it names the holder ([HolderError]).
 func (m *Mutex) Acquire(ctx context.Context) (context.Context, error) {
 	return m.acquire(ctx, false)
 }
@@ -171,8 +174,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 	if h := holdIn(ctx, m); h != nil && ctx.Err() == nil && h.enter() {
 		return h.ctx, nil
 	}
-	var first string // the holder, as the engine last saw it
-	req := acquireReq{data: m.data, try: try, first: &first}
+	req := acquireReq{data: m.data, try: try}
 	var refused error
 	if m.rules.admit != nil {
 		req.at, refused = m.rules.admit(ctx)
@@ -182,10 +184,11 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) 
 		return nil, err
 	}
 	defer a.stop()
+	req.first = a.probeHolder(ctx, m.c, holderSource{path: m.path}, !try)
 	req.onRevoke = m.onRevoke(a.story)
 	node, snap, err := m.li.acquireTry(a.ctx, req)
 	if err != nil {
-		err = m.c.nameHolder(ctx, shutdownErr(ctx, a.ctx, err), m.path, first)
+		err = req.first.nameHolder(ctx, shutdownErr(ctx, a.ctx, err))
 		return nil, a.failed(opErr(ctx, "acquire", m.path, err))
 	}
 	h := newHold(m.c, ctx, holdSpec{key: holdKey{keyOf(m)}, name: m.name, node: node, live: m.live, story: a.story, maxHold: a.maxHold})

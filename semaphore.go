@@ -178,6 +178,11 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool, refused error)
 		return nil, err
 	}
 	defer a.stop()
+	src := holderSource{path: s.path, leases: s.leases}
+	if s.kind == RecipeSemaphore {
+		src.maxLeases = s.maxLeases
+	}
+	holder := a.probeHolder(ctx, s.c, src, !try)
 	// Its lease protocol waits outside the engine's acquire: an error that
 	// ctx ended while the Client was not connected says so here (see
 	// Client.offline).
@@ -189,7 +194,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool, refused error)
 		leases, err := s.acquireOnceTry(a.ctx, n, try, grantTo{ctx, a.story, a.maxHold})
 		if !errors.Is(err, errNodeGone) {
 			if err != nil {
-				return nil, a.failed(opErr(ctx, "acquire", s.path, s.nameHolder(ctx, shutdownErr(ctx, a.ctx, s.c.offline(ctx, err)))))
+				return nil, a.failed(opErr(ctx, "acquire", s.path, holder.nameHolder(ctx, shutdownErr(ctx, a.ctx, s.c.offline(ctx, err)))))
 			}
 			holds := make([]*hold, len(leases))
 			for i, l := range leases {
@@ -208,28 +213,6 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool, refused error)
 // order (oldest first).
 func (s *Semaphore) leaseQueue() *lockInternals {
 	return &lockInternals{c: s.c, basePath: s.leases, lockName: leaseName, driver: StandardDriver{}}
-}
-
-// nameHolder names the holder of the oldest lease in err, if err is a busy
-// Try's or a wait's that ctx ended (see Client.nameHolder): a listing of
-// the leases, and the read of the oldest, on the failure path only.
-func (s *Semaphore) nameHolder(ctx context.Context, err error) error {
-	if !busy(ctx, err) || s.c.usable() != nil {
-		return err
-	}
-	rctx, cancel := s.c.holderContext(ctx)
-	defer cancel()
-	children, lerr := s.leaseQueue().sortedChildren(rctx)
-	if lerr != nil {
-		return err
-	}
-	named := s.c.nameHolder(ctx, err, s.path, firstChild(s.leases, children))
-	if he, ok := named.(*HolderError); ok && s.kind == RecipeSemaphore {
-		// The first maxLeases lease nodes are the leases out; any more
-		// are acquirers' that wait for one.
-		he.Leases, he.MaxLeases = min(len(children), s.maxLeases), s.maxLeases
-	}
-	return named
 }
 
 // acquireOnceTry is acquireOnce, and for a Try, under tryConnected (see

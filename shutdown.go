@@ -97,8 +97,16 @@ func (c *Client) closeBegun() bool {
 type acquisition struct {
 	story                      // its events
 	ctx     context.Context    // what it waits under: the caller's ctx, also ended with cause ErrClosed when a Shutdown begins
-	stop    context.CancelFunc // releases ctx; the acquire calls it when it returns
+	cancel  context.CancelFunc // releases ctx (see stop)
 	maxHold time.Duration      // of the holds it grants (see maxHoldOf)
+	holder  *holderProbe       // names the lock's holder if it fails (see probeHolder); nil for none
+}
+
+// stop releases a's context and its holder probe; the acquire calls it
+// when it returns.
+func (a *acquisition) stop() {
+	a.cancel()
+	a.holder.stop()
 }
 
 // acquiring begins an acquire that is not a re-entry, with ctx (not nil):
@@ -128,7 +136,7 @@ func (c *Client) acquiring(ctx context.Context, r Recipe, op, path string, lockM
 	}
 	actx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(c.drain, func() { cancel(ErrClosed) })
-	a.ctx, a.stop = actx, func() { stop(); cancel(nil) }
+	a.ctx, a.cancel = actx, func() { stop(); cancel(nil) }
 	return a, nil
 }
 

@@ -249,15 +249,16 @@ func (c *Client) aclFor(p string) ([]zk.ACL, error) {
 	return acl, nil
 }
 
-// sendingKey carries, in the context of a create, a function to call with
-// the create's path right before the create request is handed to the
-// connection: a read that must be served after the create waits for it
-// (see readBehind).
+// sendingKey carries, in the context of a create (or a delete), a
+// function to call with the node's path right before the request is
+// handed to the connection: a read that must be served after the create
+// waits for it (see readBehind), and the caller of a delete that goes on
+// without it (see deleteGivenUp).
 type sendingKey struct{}
 
-// whenQueued calls ctx's sending function for a create of p as soon as
+// whenQueued calls ctx's sending function for a request on p as soon as
 // its request is queued (on zklock's own session), or now, and returns the
-// context to create under.
+// context to send it under.
 func whenQueued(ctx context.Context, c *Client, p string) context.Context {
 	if c.zc.Native() {
 		if f, ok := ctx.Value(sendingKey{}).(func(string)); ok {
@@ -516,7 +517,7 @@ func (c *Client) mkdir(ctx context.Context, p string, container bool, budget *in
 // the attempt made at once, nil when it deleted the node or handed the
 // delete to the background, and zk.ErrNoNode when the node was already gone.
 func (c *Client) deleteNode(p string) error {
-	_, err := c.deleteNodeGone(p, story{})
+	_, err := c.deleteNodeGone(context.Background(), p, story{})
 	return err
 }
 
@@ -529,24 +530,38 @@ func (c *Client) deleteLockNode(n *lockNode) error {
 }
 
 // deleteGivenUp is deleteLockNode for a caller whose context is ctx. When
-// ctx has ended, on zklock's own session, the delete goes on in the
-// background at once: its caller's time is up, and its request needs no
-// caller to reach the server (it goes out behind the caller's requests,
-// which ZooKeeper serves in order).
+// ctx has ended, on zklock's own session, the caller waits only until the
+// delete is queued on the session, and the delete goes on in the
+// background: its caller's time is up, and its request needs no caller to
+// reach the server. Queued before the caller returns, it goes out before
+// whatever the caller sends next, which ZooKeeper serves after it: a
+// listing on the same session no longer shows the node.
 func (c *Client) deleteGivenUp(ctx context.Context, n *lockNode) {
 	if ctx.Err() == nil || !c.zc.Native() {
 		c.deleteLockNode(n)
 		return
 	}
 	c.holds.drop(n)
-	c.cleanup(func() { c.deleteNode(n.path) })
+	queued := make(chan struct{})
+	var once sync.Once
+	mark := func(string) { once.Do(func() { close(queued) }) }
+	if !c.goFunc(func() {
+		defer mark("") // not sent: nothing to wait for
+		_, _ = c.deleteNodeGone(context.WithValue(context.Background(), sendingKey{}, mark), n.path, story{})
+	}) {
+		c.cleanup(func() { c.deleteNode(n.path) })
+		return
+	}
+	<-queued
 }
 
 // deleteNodeGone is deleteNode, also reporting whether p was gone when it
 // returned: deleted, or found gone; not when the delete failed or goes on
 // in the background. A delete that goes on in the background is reported
-// as an event of st, a hold's story, or of none (st's zero value).
-func (c *Client) deleteNodeGone(p string, st story) (bool, error) {
+// as an event of st, a hold's story, or of none (st's zero value). Its
+// first request is sent under values's values, not its end: a sending
+// function there learns when it is queued (see whenQueued).
+func (c *Client) deleteNodeGone(values context.Context, p string, st story) (bool, error) {
 	if c.endsWithSession(p, nil) {
 		return false, nil
 	}
@@ -554,9 +569,9 @@ func (c *Client) deleteNodeGone(p string, st story) (bool, error) {
 	s, err := c.state, c.notConnectedLocked() // why a delete cannot be sent now
 	c.mu.Unlock()
 	if s == StateConnected || s == StateReconnected || s == StateClosed {
-		ctx, cancel := context.WithTimeout(context.Background(), c.deleteWait())
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(values), c.deleteWait())
 		var done bool
-		done, err = await(c, ctx, func() (bool, error) { return c.deleteOnce(ctx, p) }, nil)
+		done, err = await(c, ctx, func() (bool, error) { return c.deleteOnce(whenQueued(ctx, c, p), p) }, nil)
 		cancel()
 		if done {
 			return true, err
