@@ -26,10 +26,13 @@ import (
 // return by the deadline even on a connection gone silent: 250 ms before
 // it (in the second half of a shorter wait), and again if the queue's
 // first node changes meanwhile; an acquire granted before then sends no
-// read. Held counts until the acquire fails. Otherwise (a busy Try, a
-// cancelled wait) the holder is read when the acquire fails, on zklock's
-// own session never past the context's deadline, nor more than 250 ms
-// past its cancellation. An acquire whose holder could not be read in
+// read. Held counts until the acquire fails. A busy Try reads the holder
+// when it fails, within its context's deadline. On zklock's own session
+// nothing is read once the context has ended: a wait cancelled before
+// any early read (one with no deadline) names no holder, and returns at
+// once. (On a go-zookeeper connection, NewClient's, the read runs after
+// the context's end, bounded by a third of the session timeout.) An
+// acquire whose holder could not be read in
 // time (gone meanwhile, the connection down or silent) returns its error
 // without a HolderError; one whose context ended while the Client was not
 // connected reads nothing, and its error wraps ErrNotConnected and says
@@ -127,12 +130,6 @@ const holderRead = 2 * time.Second
 // the holder begins (half the time left, if that is less): a round trip,
 // with room for a loaded machine.
 const holderLead = 250 * time.Millisecond
-
-// holderGrace bounds the read that names a holder past a cancellation
-// (which, unlike a deadline, cannot be read before), on zklock's own
-// session: a connection gone silent costs the caller that much at most
-// (the holder is then not named).
-const holderGrace = 250 * time.Millisecond
 
 // holderSource says where an acquire reads its lock's holder: the first
 // node of its queue, as its holderProbe last saw it, or for a Semaphore
@@ -340,16 +337,16 @@ func busy(ctx context.Context, err error) bool {
 // holderContext bounds a read that names a holder once an acquire under
 // ctx has failed: ctx's values, not its end (it may have ended already),
 // for at most holderRead or a third of the session timeout. On zklock's
-// own session the read never runs past ctx's deadline (ok is false once
-// that has passed: the early read had its chance), nor more than
-// holderGrace past a cancellation; a go-zookeeper connection, which
-// keeps no deadline on a connection gone silent anyway, still reads past
-// them.
+// own session the read never runs once ctx has ended (ok is false): a
+// call returns at once when its context ends, a connection gone silent
+// included, so a wait cancelled before any early read (one with no
+// deadline) names no holder. A go-zookeeper connection, which keeps no
+// deadline on a connection gone silent anyway, still reads after it.
 func (c *Client) holderContext(ctx context.Context) (_ context.Context, _ context.CancelFunc, ok bool) {
 	d := min(holderRead, c.sessionTimeout()/3)
 	if c.zc.Native() {
 		if ctx.Err() != nil {
-			d = min(d, holderGrace)
+			return nil, nil, false
 		}
 		if dl, has := ctx.Deadline(); has {
 			if d = min(d, time.Until(dl)); d <= 0 {
