@@ -59,7 +59,10 @@ func setupKit(t *testing.T, c *kit.Cluster) *env {
 }
 
 // link returns a kit Link to the test's cluster, for faults on one
-// client's connection (zk.WithDialer(link.Dial)).
+// client's connection (zk.WithDialer(link.Dial)). The Link closes when the
+// test ends, before the env's clean-up (its orphan check, then the
+// Clients' Close): a test must await, while the Link is up, the deletes
+// its Clients left to the background.
 func (e *env) link() *kit.Link {
 	e.t.Helper()
 	return kit.NewLink(e.t, e.cluster)

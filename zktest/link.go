@@ -30,7 +30,12 @@ type Link struct {
 
 // NewLink returns a Link to c's servers, closed when t's test ends (a
 // pause is ended first, so that the client's own clean-up is not held up
-// by it). It fails t at once if a proxy cannot listen.
+// by it). It fails t at once if a proxy cannot listen. Its clients are
+// cut off from the servers from then on, so a clean-up registered before
+// NewLink (t.Cleanup runs last-registered first) finds them unable to
+// reach the servers: wait for what a client still has to send (a delete
+// it goes on with in the background, after a fault) before the test
+// ends, or close the client in a clean-up registered after NewLink.
 func NewLink(t testing.TB, c *Cluster) *Link {
 	t.Helper()
 	return &Link{f: izk.NewFaultsT(t, c.Servers())}
