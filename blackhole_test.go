@@ -26,7 +26,7 @@ const restoreBound = 3 * time.Second
 // While the connection is black-holed (bytes swallowed, no reset: the
 // Client still believes it connected), every call returns within its
 // context's deadline, give or take scheduling, also one that waits for a
-// busy lock, whose holder it would name; a cancelled one returns at once
+// busy lock (whose holder it cannot read here, so it names none); a cancelled one returns at once
 // (naming no holder: none can be read before a cancellation). The work a
 // call leaves (its node's delete) goes on in the background, and no node
 // is left once the connection is back.

@@ -31,7 +31,7 @@ import (
 // nothing is read once the context has ended: a wait cancelled before
 // any early read (one with no deadline) names no holder, and returns at
 // once. (On a go-zookeeper connection, NewClient's, the read runs after
-// the context's end, bounded by a third of the session timeout.) An
+// the context's end, bounded by 2 s or a third of the session timeout.) An
 // acquire whose holder could not be read in
 // time (gone meanwhile, the connection down or silent) returns its error
 // without a HolderError; one whose context ended while the Client was not

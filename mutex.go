@@ -149,12 +149,15 @@ func (m *Mutex) TryLock(ctx context.Context) (*Hold, error) {
 // naming the path and wrapping ctx.Err() (and its cause), ErrClosed, or
 // the ZooKeeper error, and leaves no node behind (a node it cannot delete
 // while the connection is down is deleted once it is back; on zklock's own
-// session, when ctx has ended, the delete is sent before Acquire returns
-// and its reply not awaited, so that a silent connection does not hold
-// the caller: the Client's later requests find the node gone, other
-// sessions a round trip later). When ctx ends while the Client is not
-// connected, the error also wraps ErrNotConnected and says for how long;
-// while connected, it names the holder ([HolderError]).
+// session, when ctx has ended, the delete is queued on the connection
+// before Acquire returns and its reply not awaited, so that a silent
+// connection does not hold the caller: on that connection the Client's
+// later requests find the node gone, other sessions a round trip later;
+// across a reconnect the delete is retried in the background). When ctx
+// ends while the Client is not connected, the error also wraps
+// ErrNotConnected and says for how long; while connected, it names the
+// holder ([HolderError]) when it could be read in time (see HolderError:
+// a wait cancelled with no deadline names none on zklock's own session).
 func (m *Mutex) Acquire(ctx context.Context) (context.Context, error) {
 	return m.acquire(ctx, false)
 }

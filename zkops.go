@@ -534,8 +534,10 @@ func (c *Client) deleteLockNode(n *lockNode) error {
 // delete is queued on the session, and the delete goes on in the
 // background: its caller's time is up, and its request needs no caller to
 // reach the server. Queued before the caller returns, it goes out before
-// whatever the caller sends next, which ZooKeeper serves after it: a
-// listing on the same session no longer shows the node.
+// whatever the caller sends next on that connection, which ZooKeeper
+// serves after it: a listing there no longer shows the node. (A delete
+// still queued when the connection drops is retried in the background,
+// after the caller's next requests.)
 func (c *Client) deleteGivenUp(ctx context.Context, n *lockNode) {
 	if ctx.Err() == nil || !c.zc.Native() {
 		c.deleteLockNode(n)

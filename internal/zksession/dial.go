@@ -123,9 +123,11 @@ func (s *Session) tlsRefused(addr string, deadline time.Time, err error) error {
 }
 
 // probeClear sends addr, in the clear, ZooKeeper's four-letter word
-// "srvr", which a ZooKeeper server answers with its version, or with a
-// refusal when four-letter words are disabled (a TLS-only port reads it
-// as no TLS record and closes). It returns the first bytes of the reply,
+// "srvr" and a newline (as `echo srvr | nc` sends it), which a ZooKeeper
+// server answers with its version, or with a refusal when four-letter
+// words are disabled. The newline makes it five bytes, a TLS record's
+// header, so that a TLS port reads it at once as no TLS record and
+// closes (with four it waits for the fifth). It returns the first bytes of the reply,
 // none if the server closed the connection or said nothing by deadline.
 func (s *Session) probeClear(addr string, deadline time.Time) []byte {
 	nc, err := s.cfg.Dialer("tcp", addr, time.Until(deadline))
@@ -137,7 +139,7 @@ func (s *Session) probeClear(addr string, deadline time.Time) []byte {
 		return nil
 	}
 	nc.SetDeadline(deadline)
-	if _, err := io.WriteString(nc, "srvr"); err != nil {
+	if _, err := io.WriteString(nc, "srvr\n"); err != nil {
 		return nil
 	}
 	head := make([]byte, 32)
