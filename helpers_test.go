@@ -61,11 +61,15 @@ func setupKit(t *testing.T, c *kit.Cluster) *env {
 // link returns a kit Link to the test's cluster, for faults on one
 // client's connection (zk.WithDialer(link.Dial)). The Link closes when the
 // test ends, before the env's clean-up (its orphan check, then the
-// Clients' Close): a test must await, while the Link is up, the deletes
-// its Clients left to the background.
+// Clients' Close), which would cut its Clients off from the deletes they
+// left to the background (a wait cancelled at the test's end returns
+// before its node's delete is answered): so the orphan check runs first
+// also right before the Link closes, while it is up.
 func (e *env) link() *kit.Link {
 	e.t.Helper()
-	return kit.NewLink(e.t, e.cluster)
+	l := kit.NewLink(e.t, e.cluster)
+	e.t.Cleanup(func() { zktest.WaitNoEphemerals(e.t, e.admin, e.root, 10*time.Second) })
+	return l
 }
 
 // setupOn gives the test the given cluster.
