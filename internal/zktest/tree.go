@@ -1,10 +1,13 @@
 package zktest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -215,10 +218,60 @@ func ConnectTimeoutT(t testing.TB, servers []string, sessionTimeout time.Duratio
 				t.Fatalf("zktest: connect to %v: connection closed", servers)
 			}
 			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
+				awaitSetWatchesPassed(t)
 				return conn
 			}
 		case <-timeout.C:
 			t.Fatalf("zktest: connect to %v: no session after %v (state %v)", servers, connectWait, conn.State())
 		}
+	}
+}
+
+// awaitSetWatchesPassed waits (at most connectWait) until every go-zk
+// connection loop this goroutine started has passed its set-watches step
+// and waits on its connection (sync.WaitGroup.Wait in Conn.loop). go-zk
+// reports the session before that step, which reads the last zxid while
+// the connection's receiver writes it (go-zookeeper/zk#35): a watch set
+// by the test before the step is reached races there, and the race
+// detector fails the test. The step is found in the goroutines' stacks,
+// as go-zk offers no signal for it.
+func awaitSetWatchesPassed(t testing.TB) {
+	t.Helper()
+	self := string(bytes.Fields(stackOf(false))[1]) // "goroutine N [running]:"
+	created := []byte("created by github.com/go-zookeeper/zk.Connect in goroutine " + self + "\n")
+	deadline := time.Now().Add(connectWait)
+	for {
+		// The newest loop this goroutine started (goroutine ids grow) is
+		// the connection just made; older ones may be reconnecting.
+		var newest []byte
+		newestID := -1
+		for _, g := range bytes.Split(stackOf(true), []byte("\n\n")) {
+			f := bytes.Fields(g)
+			if len(f) < 2 || !bytes.Contains(g, []byte("zk.(*Conn).loop(")) || !bytes.Contains(g, created) {
+				continue
+			}
+			if id, err := strconv.Atoi(string(f[1])); err == nil && id > newestID {
+				newest, newestID = g, id
+			}
+		}
+		if newest == nil || bytes.Contains(newest, []byte("sync.(*WaitGroup).Wait(")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("zktest: go-zk's connection loop did not pass its set-watches step within %v", connectWait)
+		}
+		time.Sleep(time.Millisecond) // polling a condition go-zk does not signal
+	}
+}
+
+// stackOf returns the calling goroutine's stack, or every goroutine's.
+func stackOf(all bool) []byte {
+	buf := make([]byte, 64<<10)
+	for {
+		n := runtime.Stack(buf, all)
+		if n < len(buf) {
+			return buf[:n]
+		}
+		buf = make([]byte, 2*len(buf))
 	}
 }
