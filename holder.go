@@ -31,12 +31,11 @@ import (
 // nothing is read once the context has ended: a wait cancelled before
 // any early read (one with no deadline) names no holder, and returns at
 // once. (On a go-zookeeper connection, NewClient's, the read runs after
-// the context's end, bounded by 2 s or a third of the session timeout.) An
-// acquire whose holder could not be read in
-// time (gone meanwhile, the connection down or silent) returns its error
-// without a HolderError; one whose context ended while the Client was not
-// connected reads nothing, and its error wraps ErrNotConnected and says
-// for how long instead.
+// the context's end, bounded by 2 s or a third of the session timeout.)
+// An acquire whose holder could not be read in time (gone meanwhile, the
+// connection down or silent) returns its error without a HolderError; one
+// whose context ended while the Client was not connected reads nothing,
+// and its error wraps ErrNotConnected and says for how long instead.
 type HolderError struct {
 	Path    string        // the lock's path, relative to the Client's namespace
 	Node    string        // the holder's node, relative to the namespace
@@ -293,9 +292,8 @@ func (p *holderProbe) early() *HolderError {
 func (c *Client) readHolder(ctx context.Context, src holderSource, first string) *HolderError {
 	var children []string
 	if src.leases != "" {
-		q := &lockInternals{c: c, basePath: src.leases, lockName: leaseName, driver: StandardDriver{}}
 		var err error
-		if children, err = q.sortedChildren(ctx); err != nil {
+		if children, err = leaseQueue(c, src.leases).sortedChildren(ctx); err != nil {
 			return nil
 		}
 		first = firstChild(src.leases, children)

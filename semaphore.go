@@ -142,7 +142,7 @@ func (s *Semaphore) Participants(ctx context.Context) ([]string, error) {
 	if err := s.usable(ctx, "participants"); err != nil {
 		return nil, err
 	}
-	children, err := s.leaseQueue().sortedChildren(ctx)
+	children, err := leaseQueue(s.c, s.leases).sortedChildren(ctx)
 	if err != nil {
 		return nil, wrapf(err, "semaphore %s participants", s.path)
 	}
@@ -209,10 +209,10 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool, refused error)
 	}
 }
 
-// leaseQueue is an engine over the lease nodes, to list them in their
-// order (oldest first).
-func (s *Semaphore) leaseQueue() *lockInternals {
-	return &lockInternals{c: s.c, basePath: s.leases, lockName: leaseName, driver: StandardDriver{}}
+// leaseQueue is an engine over the lease nodes at leases (a full path),
+// to list them in their order (oldest first).
+func leaseQueue(c *Client, leases string) *lockInternals {
+	return &lockInternals{c: c, basePath: leases, lockName: leaseName, driver: StandardDriver{}}
 }
 
 // acquireOnceTry is acquireOnce, and for a Try, under tryConnected (see
