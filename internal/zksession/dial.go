@@ -108,18 +108,27 @@ func (s *Session) open(addr string, deadline time.Time) (net.Conn, error) {
 // plaintext port (ZooKeeper reads the client hello as a request of
 // impossible length and closes), or a TLS port closing at once (too many
 // connections, a proxy without a backend): a probe in the clear, by
-// deadline, tells them apart. Either way the error matches ErrNotTLS.
+// deadline, tells them apart, an answer in TLS records counting as TLS.
+// A server found not to speak TLS gets an error matching ErrNotTLS.
 func (s *Session) tlsRefused(addr string, deadline time.Time, err error) error {
 	var rh tls.RecordHeaderError
 	if errors.As(err, &rh) {
 		return &notTLSError{addr: addr, head: rh.RecordHeader[:], err: err}
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
-		if head := s.probeClear(addr, deadline); len(head) > 0 {
+		if head := s.probeClear(addr, deadline); len(head) > 0 && !tlsRecord(head) {
 			return &notTLSError{addr: addr, head: head, probed: true, err: err}
 		}
 	}
 	return fmt.Errorf("%s: TLS handshake: %w", addr, err)
+}
+
+// tlsRecord reports whether head begins as a TLS record does (a content
+// type from change_cipher_spec to application_data, then a major version
+// of 3): a TLS port answers the probe in the clear with an alert, and
+// speaks TLS.
+func tlsRecord(head []byte) bool {
+	return len(head) >= 2 && head[0] >= 0x14 && head[0] <= 0x17 && head[1] == 0x03
 }
 
 // probeClear sends addr, in the clear, ZooKeeper's four-letter word
@@ -127,8 +136,9 @@ func (s *Session) tlsRefused(addr string, deadline time.Time, err error) error {
 // server answers with its version, or with a refusal when four-letter
 // words are disabled. The newline makes it five bytes, a TLS record's
 // header, so that a TLS port reads it at once as no TLS record and
-// closes (with four it waits for the fifth). It returns the first bytes of the reply,
-// none if the server closed the connection or said nothing by deadline.
+// closes (with four it waits for the fifth), or answers with an alert. It
+// returns the first bytes of the reply, none if the server closed the
+// connection or said nothing by deadline.
 func (s *Session) probeClear(addr string, deadline time.Time) []byte {
 	nc, err := s.cfg.Dialer("tcp", addr, time.Until(deadline))
 	if err != nil {

@@ -138,6 +138,14 @@ func TestTLSNotSpoken(t *testing.T) {
 		}
 	})
 	closing := notZooKeeper(t, func(nc net.Conn) { nc.Read(make([]byte, 512)) })
+	// A TLS port that closes a handshake at once and answers the probe in
+	// the clear as a TLS server does, with an alert record: it speaks TLS.
+	alerting := notZooKeeper(t, func(nc net.Conn) {
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(nc, buf); err == nil && string(buf) == "srvr\n" {
+			nc.Write([]byte{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x0a}) // fatal alert: unexpected_message
+		}
+	})
 	for _, tc := range []struct {
 		name, addr string
 		want       bool
@@ -146,6 +154,7 @@ func TestTLSNotSpoken(t *testing.T) {
 		{"http", http, true, http + ` does not speak TLS: it answered the TLS handshake with "HTTP/"`},
 		{"plaintext port", clear, true, clear + ` does not speak TLS: it closed the connection during the TLS handshake`},
 		{"closing", closing, false, closing + ": TLS handshake: "},
+		{"TLS alert to the probe", alerting, false, alerting + ": TLS handshake: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
