@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,9 +36,13 @@ type curatorLib struct {
 	classes        string // compiled harness
 	logDir         string // the children's logs
 	sessionTimeout time.Duration
-	runs           int    // runs so far, to name the logs
-	versions       string // what the last child reported, e.g. "curator=5.4.0 ..."
+	runs           int          // runs so far, to name the logs
+	versions       string       // what the last child reported, e.g. "curator=5.4.0 ..."
+	pid            atomic.Int64 // the running child's process id, 0 if none
 }
+
+// process implements library: the running harness.
+func (c *curatorLib) process() int { return int(c.pid.Load()) }
 
 // newCuratorLib finds Java and Curator and compiles the harness (or reuses
 // an earlier compile). logDir receives one log per child.
@@ -103,7 +108,9 @@ func (c *curatorLib) run(ctx context.Context, sp spec, ep endpoints, ph phaser) 
 	if err != nil {
 		return raw{}, err
 	}
+	c.pid.Store(int64(ch.cmd.Process.Pid))
 	r, err := c.converse(ctx, ch, ph, deadline.Add(killGrace))
+	c.pid.Store(0)
 	wait := exitTimeout
 	if errors.Is(ctx.Err(), context.Canceled) {
 		wait = time.Second // interrupted: no need to let it close its sessions

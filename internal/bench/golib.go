@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -20,6 +21,9 @@ type goLib struct {
 	workloads      []string
 	sessionTimeout time.Duration
 }
+
+// process implements library: Go libraries run in the tool's process.
+func (g *goLib) process() int { return os.Getpid() }
 
 // newZklockLib returns zklock: Mutex (one per lock of many locks too),
 // Semaphore, ReadWriteLock's read side, Election.

@@ -25,6 +25,7 @@ type snapshot struct {
 	Counts   []opCounts    // counting pass: one per proxy
 	Down     []int64       // counting pass: bytes from the server, one per proxy
 	CPU      time.Duration // the server's CPU time so far; -1 if unknown
+	Client   time.Duration // the library's process's CPU time so far; -1 if unknown
 	Watches  int           // manylocks: the watches the server holds (wchs); -1 if not read
 }
 
@@ -33,10 +34,11 @@ type snapshot struct {
 // participant's); at every phase it takes the snapshots it was asked for.
 type recorder struct {
 	env     *env
-	path    string // the lock path
-	want    int    // handoff, failover: nodes to wait for at phaseQueued
-	srvr    bool   // read the server's counters
-	watches bool   // manylocks: read the server's watch count at phaseReady and phaseHeld
+	path    string     // the lock path
+	want    int        // handoff, failover: nodes to wait for at phaseQueued
+	srvr    bool       // read the server's counters
+	watches bool       // manylocks: read the server's watch count at phaseReady and phaseHeld
+	client  func() int // the library's process (see library.process)
 	proxies []*countingProxy
 	quiet   time.Duration // with proxies: how long no request must pass before a snapshot
 	snaps   map[string]snapshot
@@ -87,7 +89,7 @@ func (r *recorder) phase(ctx context.Context, name string) error {
 		s.Counts = append(s.Counts, c)
 		s.Down = append(s.Down, p.Down())
 	}
-	s.CPU = r.env.serverCPU()
+	s.CPU, s.Client = r.env.serverCPU(), clientCPU(r.client)
 	r.snaps[name] = s
 	switch name {
 	case phaseQueued:
@@ -96,6 +98,19 @@ func (r *recorder) phase(ctx context.Context, name string) error {
 		r.ends = append(r.ends, s)
 	}
 	return nil
+}
+
+// clientCPU returns the CPU time of the process pid names so far, or -1
+// when it cannot be read.
+func clientCPU(pid func() int) time.Duration {
+	if pid == nil || pid() == 0 {
+		return -1
+	}
+	d, err := processCPU(pid())
+	if err != nil {
+		return -1
+	}
+	return d
 }
 
 // waitQuiet waits until the proxies have counted no request for quiet.

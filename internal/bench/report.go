@@ -172,7 +172,8 @@ func (rep *report) printMain(w io.Writer, rg string) {
 	fmt.Fprintf(w, "Figures: the median [min..max] over %d rounds. go-zk is zk.Lock, or raw create+delete for the\n", rep.Rounds)
 	fmt.Fprintln(w, "floor. Ratios are zklock / other in each round, their median [min..max]: above 1 is better")
 	fmt.Fprintln(w, "for rates, below 1 for times. server CPU: the server process's user+system time over the")
-	fmt.Fprintln(w, "measured part (10ms clock ticks), per op, and as a share of one CPU (busy). srvr: the")
+	fmt.Fprintln(w, "measured part (10ms clock ticks), per op, and as a share of one CPU (busy); client CPU: the")
+	fmt.Fprintln(w, "same of the clients' process (Go: the tool's own, its drivers included; Curator: its harness). srvr: the")
 	fmt.Fprintln(w, "server's Received/Sent packet counters over the measured part, per operation; requests/op:")
 	fmt.Fprintln(w, "what the clients sent, counted by the proxies.")
 	if rep.hasMany(rg) {
@@ -301,9 +302,10 @@ func (rep *report) addPerOp(t *table, rg, label, workload string, libs []string)
 	srvr := []string{"", "srvr recv/sent per " + op}
 	reqs := []string{"", "requests/" + op}
 	cpu := []string{"", "server CPU µs/" + op + " (busy)"}
-	anySrvr, anyReqs, anyCPU := false, false, false
+	ccpu := []string{"", "client CPU µs/" + op}
+	anySrvr, anyReqs, anyCPU, anyClient := false, false, false, false
 	for _, l := range libs {
-		var recv, sent, req, perOp, busy []float64
+		var recv, sent, req, perOp, busy, client []float64
 		for _, r := range rep.runs(rg, label, l) {
 			if r.Srvr != nil {
 				recv, sent = append(recv, r.Srvr.ReceivedPerOp), append(sent, r.Srvr.SentPerOp)
@@ -311,11 +313,18 @@ func (rep *report) addPerOp(t *table, rg, label, workload string, libs []string)
 			if r.Srvr != nil && r.Srvr.CPUPerOpUS > 0 {
 				perOp, busy = append(perOp, r.Srvr.CPUPerOpUS), append(busy, r.Srvr.CPUBusy)
 			}
+			if r.Srvr != nil && r.Srvr.ClientCPUPerOpUS > 0 {
+				client = append(client, r.Srvr.ClientCPUPerOpUS)
+			}
 			if r.Requests != nil {
 				req = append(req, *r.Requests)
 			}
 		}
-		srvr, reqs, cpu = append(srvr, ""), append(reqs, ""), append(cpu, "")
+		srvr, reqs, cpu, ccpu = append(srvr, ""), append(reqs, ""), append(cpu, ""), append(ccpu, "")
+		if len(client) > 0 {
+			anyClient = true
+			ccpu[len(ccpu)-1] = fmt.Sprintf("%.0f", statOf(client).Med)
+		}
 		if len(perOp) > 0 {
 			anyCPU = true
 			cpu[len(cpu)-1] = fmt.Sprintf("%.0f (%.0f%%)", statOf(perOp).Med, 100*statOf(busy).Med)
@@ -337,6 +346,9 @@ func (rep *report) addPerOp(t *table, rg, label, workload string, libs []string)
 	}
 	if anyCPU {
 		t.add(cpu...)
+	}
+	if anyClient {
+		t.add(ccpu...)
 	}
 }
 

@@ -70,6 +70,11 @@ type srvrDelta struct {
 	// or failover, whose many short stretches are too short for 10ms ticks).
 	CPUPerOpUS float64 `json:"cpu_per_op_us,omitempty"`
 	CPUBusy    float64 `json:"cpu_busy,omitempty"`
+	// The CPU time (user+system) of the process the library's clients run
+	// in, per op, over the same part and under the same conditions: the
+	// tool's own process for a Go library (its goroutines that drive the
+	// workload included, alike for both), the harness for Curator.
+	ClientCPUPerOpUS float64 `json:"client_cpu_per_op_us,omitempty"`
 }
 
 // newResult describes the outcome of running sp with lib.
@@ -178,17 +183,20 @@ func makeSrvr(sp spec, rec *recorder, ops int64) *srvrDelta {
 		return nil
 	}
 	d := &srvrDelta{}
-	var cpu, wall time.Duration
+	var cpu, client, wall time.Duration
 	// The server's CPU time is read in 10ms ticks: only a continuous
 	// measured part (pairs, loops) is long enough to divide it.
 	cpuKnown := !stretched(sp.Workload)
+	clientKnown := cpuKnown
 	for _, iv := range ivs {
 		from, to := iv[0], iv[1]
 		if from.SrvrErr != nil || to.SrvrErr != nil {
 			return nil
 		}
 		cpuKnown = cpuKnown && from.CPU >= 0 && to.CPU >= 0
+		clientKnown = clientKnown && from.Client >= 0 && to.Client >= 0
 		cpu += to.CPU - from.CPU
+		client += to.Client - from.Client
 		wall += to.At.Sub(from.At)
 		// Each nudge is one request in and one reply out.
 		nudges := to.Nudges - from.Nudges
@@ -200,6 +208,9 @@ func makeSrvr(sp spec, rec *recorder, ops int64) *srvrDelta {
 	if cpuKnown && wall > 0 {
 		d.CPUPerOpUS = float64(cpu.Microseconds()) / float64(ops)
 		d.CPUBusy = cpu.Seconds() / wall.Seconds()
+	}
+	if clientKnown && wall > 0 {
+		d.ClientCPUPerOpUS = float64(client.Microseconds()) / float64(ops)
 	}
 	return d
 }

@@ -264,7 +264,7 @@ func runOne(ctx context.Context, e *env, lib library, sp spec, rg regime, round 
 	}
 	defer rt.close()
 	rec := newRecorder(e, sp)
-	rec.srvr, rec.proxies, rec.quiet = true, rt.proxies, timedQuiet
+	rec.srvr, rec.proxies, rec.quiet, rec.client = true, rt.proxies, timedQuiet, lib.process
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	r, err := lib.run(rctx, sp, rt.ep, rec.phase)

@@ -127,6 +127,10 @@ type library interface {
 	// error wrapping errDNF if ctx's deadline passed first, and closes
 	// every session it opened (bounded) before returning.
 	run(ctx context.Context, sp spec, ep endpoints, ph phaser) (raw, error)
+	// process returns the process the library's clients run in while run
+	// runs (the tool's own for a Go library), for its CPU time; 0 if
+	// none.
+	process() int
 }
 
 // reps is how many times a handoff repeats, or how many failovers are
