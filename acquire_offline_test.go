@@ -146,12 +146,22 @@ var notConnectedFor = regexp.MustCompile(`not connected for [0-9.]+(ms|s)\b`)
 // timeout: the error wraps context.DeadlineExceeded, as a busy lock's
 // does, and ErrNotConnected, and says for how long the Client has not
 // been connected and which lock it was. It comes at the deadline, without
-// a read of the holder, which cannot be read then. Nothing is left behind.
+// a read of the holder, which cannot be read then. An Observer files it
+// under CauseConnection, not CauseTimeout: a dashboard's failed acquires
+// tell an outage from busy locks. Nothing is left behind.
 func TestIntegration_AcquireTimesOutWhileDown(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	o := newOffline(e)
-	c := o.client(e)
+	var mu sync.Mutex
+	var failed []zklock.Event
+	c := o.client(e, zklock.WithObserver(func(ev zklock.Event) {
+		if ev.Kind == zklock.EventAcquireFailed {
+			mu.Lock()
+			failed = append(failed, ev)
+			mu.Unlock()
+		}
+	}))
 	type outcome struct {
 		hd   *zklock.Hold
 		err  error
@@ -186,6 +196,19 @@ func TestIntegration_AcquireTimesOutWhileDown(t *testing.T) {
 		t.Logf("%s: %v", r.name, err)
 	}
 	o.start(t, c)
+	c.Close() // the Observer has had every event once Close returns
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range everyBlockingAcquire {
+		p, n := e.root+"/"+r.name+"/", 0 // a MultiLock's Path is its members'
+		for _, ev := range failed {
+			if strings.HasPrefix(ev.Path+"/", p) {
+				n++
+				assert.Equal(t, zklock.CauseConnection, ev.Cause, "%s: the Observer's cause of %v", r.name, ev.Err)
+			}
+		}
+		assert.NotZero(t, n, "%s: no EventAcquireFailed", r.name)
+	}
 }
 
 // (b) Acquires started while the server is down wait, and succeed once it

@@ -128,10 +128,10 @@ type Cause int
 const (
 	CauseNone       Cause = iota // no failure: ""
 	CauseBusy                    // a Try found the lock held (ErrLocked): "busy"
-	CauseTimeout                 // the acquire's context passed its deadline: "timeout"
+	CauseTimeout                 // the acquire's context passed its deadline while connected (a busy lock): "timeout"
 	CauseCanceled                // the acquire's context was cancelled: "canceled"
 	CauseClosed                  // the Client closed (ErrClosed): "closed"
-	CauseConnection              // no connection, or (StandardPolicy) the connection suspended: "connection"
+	CauseConnection              // no connection, or (StandardPolicy) the connection suspended; also an acquire whose deadline passed while not connected (ErrNotConnected): "connection"
 	CauseSession                 // the session was lost: "session"
 	CauseDeleted                 // the held node was deleted, by someone else or a reaper: "deleted"
 	CauseMaxHold                 // the hold's maximum hold time passed (ErrMaxHold): "max-hold"
@@ -163,6 +163,8 @@ func causeOf(err error) Cause {
 		return CauseDeleted
 	case errors.Is(err, errLossSession), errors.Is(err, zk.ErrSessionExpired):
 		return CauseSession
+	case errors.Is(err, context.DeadlineExceeded) && errors.Is(err, ErrNotConnected):
+		return CauseConnection // an outage, not a busy lock; a cancel stays CauseCanceled
 	case errors.Is(err, context.DeadlineExceeded):
 		return CauseTimeout
 	case errors.Is(err, context.Canceled):

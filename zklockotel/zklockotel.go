@@ -46,6 +46,7 @@ package zklockotel
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"go.opentelemetry.io/otel"
@@ -180,7 +181,7 @@ func (o *Observer) Observe(ev zklock.Event) {
 	case zklock.EventAcquireFailed:
 		o.settle(ctx, ev)
 		o.wait.Record(ctx, ev.Wait.Seconds(), outcome(ev.Cause.String()))
-		if ev.Cause == zklock.CauseTimeout {
+		if errors.Is(ev.Err, context.DeadlineExceeded) { // busy (CauseTimeout) or not connected (CauseConnection)
 			o.timeouts.Add(ctx, 1, base)
 		}
 	case zklock.EventReleased:

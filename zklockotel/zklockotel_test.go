@@ -2,6 +2,7 @@ package zklockotel_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -127,4 +128,32 @@ func TestObserverPathAttribute(t *testing.T) {
 	assert.Equal(t, map[attribute.Set]float64{attrs(sem, path): 2}, got["zklock.hold.count"], "two leases")
 	assert.Equal(t, map[attribute.Set]float64{attrs(sem, path): 0}, got["zklock.acquire.pending_requests"], "one acquire, settled once")
 	require.NoError(t, s.ReturnAll(leases))
+}
+
+// An acquire whose deadline passed while its Client was not connected is
+// filed under "connection" (zklock.CauseConnection), not "timeout", and
+// still counts among the acquire timeouts: the counter is of deadlines
+// reached, whatever kept the acquire from the lock. The events are fed
+// directly: the Client's own side of it is tested in the root package
+// (TestIntegration_AcquireTimesOutWhileDown).
+func TestObserverOfflineTimeoutCountsAsTimeout(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	obs, err := zklockotel.New(zklockotel.Options{
+		MeterProvider:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		TracerProvider: sdktrace.NewTracerProvider(),
+	})
+	require.NoError(t, err)
+	start := time.Now()
+	ev := zklock.Event{ID: 1, Recipe: zklock.RecipeMutex, Path: "/locks/job", Time: start}
+	ev.Kind = zklock.EventAcquireStarted
+	obs.Observe(ev)
+	ev.Kind, ev.Time, ev.Wait, ev.Cause = zklock.EventAcquireFailed, start.Add(time.Second), time.Second, zklock.CauseConnection
+	ev.Err = fmt.Errorf("zklock: acquire /locks/job: %w; %w for 1s", context.DeadlineExceeded, zklock.ErrNotConnected)
+	obs.Observe(ev)
+
+	mutex := zklockotel.RecipeKey.String("mutex")
+	got := collect(t, reader)
+	assert.Equal(t, map[attribute.Set]float64{attrs(mutex, zklockotel.OutcomeKey.String("connection")): 1}, got["zklock.acquire.wait_time"])
+	assert.Equal(t, map[attribute.Set]float64{attrs(mutex): 1}, got["zklock.acquire.timeouts"])
 }

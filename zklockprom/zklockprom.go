@@ -30,7 +30,8 @@
 // outcome is "acquired" or why it failed ([zklock.Cause]: "busy",
 // "timeout", "canceled", "closed", "connection", "other"): the count of
 // zklock_acquire_wait_seconds{outcome="timeout"} is the pool metrics'
-// timeouts. A hold's outcome is "released" or why it was lost ("deleted",
+// timeouts on busy locks; a deadline that passed while the Client was not
+// connected counts under "connection". A hold's outcome is "released" or why it was lost ("deleted",
 // "session", "connection", "closed", "max-hold", "other"). These labels have a few
 // values each; the lock's path, whose values are as many as the locks,
 // is a label only when Options.PathLabel asks for it.
