@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock/internal/layout"
 )
 
 // latchName is the name of a leader latch's nodes before the sequence, as
@@ -54,7 +55,9 @@ type Election struct {
 // node, as Curator's LeaderLatch stores it: UTF-8 text, empty by default
 // in Curator. NewElection does no I/O: the path is created by the first
 // Campaign, as CONTAINER nodes. Of the lock options it takes
-// [WithMaxHold], a bound on each leadership; [WithDriver] and
+// [WithMaxHold], a bound on each leadership, and [WithLayout]: with
+// LayoutKazoo the election is a kazoo Election (a kazoo Lock on the path,
+// the id as its nodes' data, parents made persistent); [WithDriver] and
 // [WithLockData] are refused with ErrInvalidArgument, since the layout is
 // the election's definition and the data is the id. It returns an error wrapping ErrInvalidArgument for a
 // nil or misconfigured Client, an id that is not UTF-8, or a path and id
@@ -83,7 +86,11 @@ func electionEngine(c *Client, what, p, id, lockName string, opts []LockOption) 
 	if _, err := c.recipeData(what, p, []byte(id)); err != nil {
 		return lockInternals{}, err
 	}
-	return lockInternals{c: c, basePath: c.fullPath(p), lockName: lockName, driver: StandardDriver{}, maxLeases: 1, maxHold: o.maxHold}, nil
+	var d Driver = StandardDriver{}
+	if o.layout == LayoutKazoo { // kazoo's Election is a kazoo Lock
+		lockName, d = layout.KazooLockName, kazooLock
+	}
+	return lockInternals{c: c, basePath: c.fullPath(p), lockName: lockName, driver: d, maxLeases: 1, maxHold: o.maxHold}, nil
 }
 
 // Campaign queues the participant and blocks until it leads, ctx is done,
@@ -449,6 +456,7 @@ func watchLeader(ctx context.Context, li *lockInternals) (Leader, <-chan zk.Even
 	if err != nil {
 		return Leader{}, nil, closedErr(err)
 	}
+	ls.children = contenders(li.driver, ls.children)
 	sortChildren(ls.children, li.lockName, li.driver)
 	for _, ch := range ls.children {
 		full := path.Join(li.basePath, ch)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,11 +52,13 @@ func (li *lockInternals) id() lockID {
 // a read node with the sequence of the write node it replaces), and a
 // custom Driver may lack either, so they always list.
 func (li *lockInternals) shortcuts() (grantOnDelete, lookAhead bool) {
-	switch li.driver.(type) {
+	switch d := li.driver.(type) {
 	case StandardDriver:
 		return true, li.maxLeases == 1
 	case readDriver:
 		return true, false
+	case kazooDriver: // a kazoo Lock as the standard one; its ReadLock as the read side; its WriteLock as the write side
+		return len(d.blockers) == 1, d.kind == layout.KazooLockName && len(d.blockers) == 1
 	}
 	return false, false
 }
@@ -489,7 +490,7 @@ func readBehind[T any](ctx context.Context, c *Client, read func(context.Context
 func (li *lockInternals) acquireAt(ctx context.Context, req acquireReq) (*lockNode, snapshot, error) {
 	c := li.c
 	snap := c.snapshot()
-	p, err := c.createProtected(ctx, path.Join(li.basePath, req.at.name), req.data, zk.FlagEphemeral, req.at.guard)
+	p, err := c.createIn(ctx, layoutOf(li.driver), path.Join(li.basePath, req.at.name), req.data, zk.FlagEphemeral, req.at.guard)
 	if err != nil {
 		return nil, snapshot{}, closedErr(err)
 	}
@@ -527,9 +528,7 @@ func (li *lockInternals) peek(ctx context.Context, req acquireReq) (bool, error)
 		return false, err
 	}
 	req.first.see(firstChild(li.basePath, children))
-	// A name that sorts after every existing node stands for ours: U+FFFF
-	// is the largest UTF-16 code unit.
-	probe := li.lockName + strings.Repeat("\uffff", 16)
+	probe := probeName(li.driver, li.lockName)
 	res, err := li.driver.GetsTheLock(append(children, probe), probe, li.maxLeases)
 	if err != nil {
 		return false, err
@@ -582,6 +581,9 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 		if children, err = li.children(ctx); err != nil {
 			return verdict{}, err
 		}
+	}
+	if err := checkLayout(li.driver, li.basePath, children); err != nil {
+		return verdict{}, err
 	}
 	children = sortUpTo(children, n.name, li.lockName, li.driver)
 	if n.position < 0 {
@@ -770,12 +772,18 @@ func (li *lockInternals) children(ctx context.Context) ([]string, error) {
 	return children, err
 }
 
-// sortedChildren lists the lock's children in the driver's order.
+// sortedChildren lists the lock's children in the driver's order: its
+// layout's contenders, and an error wrapping ErrLayoutMismatch if another
+// layout's nodes are among them.
 func (li *lockInternals) sortedChildren(ctx context.Context) ([]string, error) {
 	children, err := li.children(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkLayout(li.driver, li.basePath, children); err != nil {
+		return nil, err
+	}
+	children = contenders(li.driver, children)
 	sortChildren(children, li.lockName, li.driver)
 	return children, nil
 }

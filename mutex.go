@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock/internal/layout"
 )
 
 // Mutex is a re-entrant distributed lock, wire-compatible with Curator's
@@ -72,8 +73,10 @@ type sideRules struct {
 
 // NewMutex returns a Mutex on path, which is relative to the Client's
 // namespace and must satisfy ZooKeeper's path rules. It takes every lock
-// option: [WithLockData] (its nodes' data), [WithDriver] (the predicates)
-// and [WithMaxHold] (a bound on each hold). It does no I/O: the
+// option: [WithLockData] (its nodes' data), [WithDriver] (the predicates),
+// [WithMaxHold] (a bound on each hold) and [WithLayout] (a kazoo Lock's
+// nodes instead of Curator's InterProcessMutex's; not with WithDriver).
+// It does no I/O: the
 // lock's parent nodes are created on the first Acquire. It returns an error
 // wrapping ErrInvalidArgument for a nil or misconfigured Client, an invalid
 // option, or a path and data too large for one ZooKeeper request, and
@@ -82,6 +85,10 @@ func NewMutex(c *Client, path string, opts ...LockOption) (*Mutex, error) {
 	o, err := parseLockOptions("lock", path, opts, true)
 	if err != nil {
 		return nil, err
+	}
+	if o.layout == LayoutKazoo {
+		o.driver = kazooLock
+		return newMutex(c, path, layout.KazooLockName, 1, o)
 	}
 	return newMutex(c, path, "lock-", 1, o)
 }

@@ -324,6 +324,7 @@ type lockOptions struct {
 	data    []byte        // default nil: the Client's node data
 	driver  Driver        // default StandardDriver
 	maxHold time.Duration // default 0: none
+	layout  Layout        // default LayoutCurator
 	err     error         // first invalid option
 }
 
@@ -361,6 +362,9 @@ func parseLockOptions(kind, path string, opts []LockOption, allowDriver bool) (l
 	}
 	if o.err == nil && o.driver != nil && !allowDriver {
 		o.err = errorf(ErrInvalidArgument, "a Driver cannot be set")
+	}
+	if o.err == nil && o.driver != nil && o.layout != LayoutCurator {
+		o.err = errorf(ErrInvalidArgument, "a Driver makes its own nodes: WithLayout(%v) cannot be combined with WithDriver", o.layout)
 	}
 	if o.err != nil {
 		return o, wrapf(o.err, "%s %s", kind, path)

@@ -58,6 +58,7 @@ func TestConstructorDocsNameTheirOptions(t *testing.T) {
 		"WithLockData": zklock.WithLockData([]byte("x")),
 		"WithDriver":   zklock.WithDriver(zklock.StandardDriver{}),
 		"WithMaxHold":  zklock.WithMaxHold(time.Minute),
+		"WithLayout":   zklock.WithLayout(zklock.LayoutKazoo),
 	}
 	build := map[string]func(zklock.LockOption) error{
 		"NewMutex":          func(o zklock.LockOption) error { _, err := zklock.NewMutex(c, "/d", o); return err },

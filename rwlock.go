@@ -35,12 +35,14 @@ const (
 type ReadWriteLock struct {
 	read  *Mutex
 	write *Mutex
+	names rwNames // its layout's
 }
 
 // NewReadWriteLock returns a ReadWriteLock on path, relative to the
 // Client's namespace. Of the lock options it takes [WithLockData], the
-// data of both read and write nodes, and [WithMaxHold], a bound on each
-// hold of either side; [WithDriver] is refused with ErrInvalidArgument,
+// data of both read and write nodes, [WithMaxHold], a bound on each
+// hold of either side, and [WithLayout] (kazoo's ReadLock and WriteLock
+// instead of Curator's); [WithDriver] is refused with ErrInvalidArgument,
 // because the read/write predicates are the lock's definition. It does no
 // I/O.
 func NewReadWriteLock(c *Client, path string, opts ...LockOption) (*ReadWriteLock, error) {
@@ -48,20 +50,36 @@ func NewReadWriteLock(c *Client, path string, opts ...LockOption) (*ReadWriteLoc
 	if err != nil {
 		return nil, err
 	}
-	rw := &ReadWriteLock{}
-	o.driver = rwDriver{}
-	if rw.write, err = newMutex(c, path, writeLockName, 1, o); err != nil {
+	rw := &ReadWriteLock{names: curatorRW}
+	write, read := Driver(rwDriver{}), Driver(readDriver{})
+	if o.layout == LayoutKazoo {
+		rw.names, write, read = kazooRW, kazooWrite, kazooRead
+	}
+	o.driver = write
+	if rw.write, err = newMutex(c, path, rw.names.write, 1, o); err != nil {
 		return nil, err
 	}
-	o.driver = readDriver{}
-	if rw.read, err = newMutex(c, path, readLockName, math.MaxInt32, o); err != nil {
+	o.driver = read
+	if rw.read, err = newMutex(c, path, rw.names.read, math.MaxInt32, o); err != nil {
 		return nil, err
 	}
 	rw.write.kind, rw.read.kind = RecipeWrite, RecipeRead
-	rw.write.rules = sideRules{admit: rw.admitWriter, owns: isNode(writeLockName)}
-	rw.read.rules = sideRules{admit: rw.admitReader, owns: isNode(readLockName)}
+	rw.write.rules = sideRules{admit: rw.admitWriter, owns: isNode(rw.names.write)}
+	rw.read.rules = sideRules{admit: rw.admitReader, owns: isNode(rw.names.read)}
 	return rw, nil
 }
+
+// rwNames are the node names of a read/write lock's two sides in one
+// layout, and how a node's sequence is read.
+type rwNames struct {
+	write, read string
+	seq         func(name string) string
+}
+
+var (
+	curatorRW = rwNames{writeLockName, readLockName, rwSortKey}
+	kazooRW   = rwNames{layout.KazooLockName, layout.KazooReadName, kazooSeq}
+)
 
 // ReadLock returns the shared side of the lock, or nil for a
 // ReadWriteLock not made by NewReadWriteLock.
@@ -99,7 +117,7 @@ func (rw *ReadWriteLock) admitReader(ctx context.Context) (*placement, error) {
 	if !wh.isLive() {
 		return nil, nil
 	}
-	return &placement{name: readLockName + rwSortKey(wh.node.name), guard: wh.node.path}, nil
+	return &placement{name: rw.names.read + rw.names.seq(wh.node.name), guard: wh.node.path}, nil
 }
 
 // isNode returns a test for the nodes of one side, by its lock name.

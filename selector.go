@@ -38,18 +38,19 @@ type Selector struct {
 // NewSelector returns a Selector on path, relative to the Client's
 // namespace, for the participant id, which becomes the data of the
 // participant's node (an empty id: the Client's node data). It takes the
-// options NewElection takes: [WithMaxHold] bounds each term. It does no
+// options NewElection takes: [WithMaxHold] bounds each term, and
+// [WithLayout] makes it a kazoo Election. It does no
 // I/O. Its errors are [NewElection]'s.
 func NewSelector(c *Client, path, id string, opts ...LockOption) (*Selector, error) {
 	li, err := electionEngine(c, "selector", path, id, "lock-", opts)
 	if err != nil {
 		return nil, err
 	}
-	o := lockOptions{maxHold: li.maxHold}
+	o := lockOptions{maxHold: li.maxHold, driver: li.driver}
 	if id != "" {
 		o.data = []byte(id)
 	}
-	m, err := newMutex(c, path, "lock-", 1, o)
+	m, err := newMutex(c, path, li.lockName, 1, o)
 	if err != nil {
 		return nil, err
 	}

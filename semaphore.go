@@ -56,7 +56,9 @@ type Lease struct {
 
 // NewSemaphore returns a Semaphore of maxLeases leases on path, relative
 // to the Client's namespace. [WithLockData] sets the data of lease nodes
-// and [WithMaxHold] bounds each lease; [WithDriver] is refused. It returns ErrInvalidArgument for maxLeases
+// and [WithMaxHold] bounds each lease; [WithDriver] is refused, and so is
+// [WithLayout] with kazoo's layout (not supported by semaphores yet). It
+// returns ErrInvalidArgument for maxLeases
 // outside 1..2^31-1 (ZooKeeper counts children and sequence numbers in an
 // int32), and ErrInvalidPath for a bad path. It does no I/O.
 func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*Semaphore, error) {
@@ -64,6 +66,9 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 		return nil, wrapf(ErrInvalidArgument, "semaphore %s: maxLeases %d is outside [1, %d]", quotePath(path), maxLeases, math.MaxInt32)
 	}
 	o, err := parseLockOptions("semaphore", path, opts, false)
+	if err == nil && o.layout != LayoutCurator {
+		err = errorf(ErrInvalidArgument, "semaphore %s: WithLayout(%v) is not supported by semaphores yet", quotePath(path), o.layout)
+	}
 	if err != nil {
 		return nil, err
 	}

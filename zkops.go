@@ -226,6 +226,20 @@ const (
 // or ctx ends while it is in flight, a node it may have left behind is
 // found and deleted in the background.
 func (c *Client) createProtected(ctx context.Context, p string, data []byte, flags int32, guard string) (string, error) {
+	return c.createIn(ctx, LayoutCurator, p, data, flags, guard)
+}
+
+// createKazoo creates an EPHEMERAL_SEQUENTIAL node named
+// "<uuid hex><base of p>" beside p, as kazoo's locks do, with
+// createProtected's care: the uuid finds it after a connection loss, and
+// missing parents are made as persistent nodes, as kazoo makes them (a
+// container reaped under a kazoo process would fail its next create).
+func (c *Client) createKazoo(ctx context.Context, p string, data []byte) (string, error) {
+	return c.createIn(ctx, LayoutKazoo, p, data, zk.FlagEphemeral|zk.FlagSequence, "")
+}
+
+// createIn is a protected create in layout l's form.
+func (c *Client) createIn(ctx context.Context, l Layout, p string, data []byte, flags int32, guard string) (string, error) {
 	parent, base := path.Split(p)
 	parent = strings.TrimSuffix(parent, "/")
 	if parent == "" {
@@ -235,7 +249,7 @@ func (c *Client) createProtected(ctx context.Context, p string, data []byte, fla
 	if err != nil {
 		return "", err
 	}
-	pc := &protectedCreate{c: c, parent: parent, base: base, data: data, flags: flags, guard: guard, acl: acl}
+	pc := &protectedCreate{c: c, layout: l, parent: parent, base: base, data: data, flags: flags, guard: guard, acl: acl}
 	return pc.run(ctx)
 }
 
@@ -280,19 +294,28 @@ func sending(ctx context.Context, p string) {
 // protectedCreate is one protected create in progress.
 type protectedCreate struct {
 	c                  *Client
+	layout             Layout // of the name's prefix, and of the parents made
 	parent, base       string
 	data               []byte
 	flags              int32
 	guard              string
 	acl                []zk.ACL
-	prefix             string // "_c_<uuid>-" of the current attempt
+	prefix             string // "_c_<uuid>-" (Curator) or "<uuid hex>" (kazoo) of the current attempt
 	unknown            bool   // a create with prefix may have succeeded unseen
 	missingParentTries int
 }
 
+// newPrefix returns a new prefix for the next attempt's name.
+func (pc *protectedCreate) newPrefix() string {
+	if pc.layout == LayoutKazoo {
+		return strings.ReplaceAll(newUUID(), "-", "") // Python's uuid4().hex
+	}
+	return protectedPrefix + newUUID() + "-"
+}
+
 func (pc *protectedCreate) run(ctx context.Context) (created string, err error) {
 	c := pc.c
-	pc.prefix = protectedPrefix + newUUID() + "-"
+	pc.prefix = pc.newPrefix()
 	r := newRetrier(c.opts.retry)
 	defer func() {
 		if err != nil && pc.unknown {
@@ -316,7 +339,7 @@ func (pc *protectedCreate) run(ctx context.Context) (created string, err error) 
 			// A parent is missing, or a container parent was reaped
 			// between mkdirs and the create: make it and try at once.
 			pc.missingParentTries++
-			if err := c.mkdirs(ctx, pc.parent); err != nil {
+			if err := c.mkdirsAs(ctx, pc.parent, pc.layout != LayoutKazoo); err != nil {
 				return "", err
 			}
 			continue
@@ -351,7 +374,7 @@ func (pc *protectedCreate) find(ctx context.Context) (string, error) {
 		return found, nil
 	}
 	c.deleteNode(found) // an earlier session's node, dying
-	pc.prefix = protectedPrefix + newUUID() + "-"
+	pc.prefix = pc.newPrefix()
 	pc.unknown = false
 	return "", nil
 }
@@ -475,8 +498,14 @@ const missingParentTries = 10
 // makes that parent first and tries again, missingParentTries times in
 // all for the whole path beyond one per missing ancestor.
 func (c *Client) mkdirs(ctx context.Context, parent string) error {
+	return c.mkdirsAs(ctx, parent, true)
+}
+
+// mkdirsAs is mkdirs, making persistent nodes rather than containers
+// unless container.
+func (c *Client) mkdirsAs(ctx context.Context, parent string, container bool) error {
 	budget := strings.Count(parent, "/") + missingParentTries
-	return c.mkdir(ctx, parent, true, &budget)
+	return c.mkdir(ctx, parent, container, &budget)
 }
 
 // mkdir is mkdirs of p, spending one of budget's tries on each create
@@ -722,10 +751,11 @@ func newUUID() string {
 }
 
 // isProtected reports whether name has the protection prefix, the test
-// Curator's ProtectedUtils.isProtectedZNode makes.
+// Curator's ProtectedUtils.isProtectedZNode makes, or is a kazoo lock
+// node's "<uuid hex><kind><seq>": names never used twice.
 func isProtected(name string) bool {
 	_, _, ok := parseProtected(name)
-	return ok
+	return ok || kazooProtected(name)
 }
 
 // parseProtected splits a protected name "_c_<uuid>-<rest>" into the uuid

@@ -1,0 +1,205 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock/internal/layout"
+)
+
+// Layout is the way a recipe lays its nodes out in ZooKeeper, which
+// decides the processes of which other libraries share its locks: a lock
+// excludes the processes that use the same layout on the same path, in
+// any language, and no others. See "Layouts" in the package doc for the
+// nodes of each.
+type Layout int
+
+const (
+	// LayoutCurator is Apache Curator's layout (Java), the default.
+	LayoutCurator Layout = iota
+	// LayoutKazoo is kazoo's layout (Python, kazoo 2.x): a Mutex is a
+	// kazoo Lock, a ReadWriteLock kazoo's ReadLock and WriteLock, an
+	// Election or a Selector a kazoo Election. kazoo has no revocation:
+	// MakeRevocable and Revoke work between zklock processes only, and a
+	// kazoo holder ignores them. The Semaphore, the SemaphoreMutex and
+	// NewMultiLockPaths do not take it yet.
+	LayoutKazoo
+)
+
+// String returns the layout's name: "curator" or "kazoo".
+func (l Layout) String() string {
+	switch l {
+	case LayoutCurator:
+		return "curator"
+	case LayoutKazoo:
+		return "kazoo"
+	}
+	return fmt.Sprintf("Layout(%d)", int(l))
+}
+
+// WithLayout sets the layout of the lock's nodes (default LayoutCurator).
+// It cannot be combined with [WithDriver]: a Driver makes its own nodes.
+func WithLayout(l Layout) LockOption {
+	return func(o *lockOptions) {
+		if (l < LayoutCurator || l > LayoutKazoo) && o.err == nil {
+			o.err = errorf(ErrInvalidArgument, "unknown layout %v", l)
+		}
+		o.layout = l
+	}
+}
+
+// ErrLayoutMismatch is returned by an acquire whose lock's path holds the
+// nodes of another layout beside its own (a Curator process and a kazoo
+// process configured for one path): the two libraries would not see each
+// other's nodes as contenders, so zklock refuses to take part rather than
+// guess an order. Its error names both layouts, the path and a node of
+// the other layout. The acquire leaves no node behind.
+var ErrLayoutMismatch = errors.New("zklock: lock nodes of two layouts on one path")
+
+// layoutDriver is implemented by the built-in drivers: layout is the
+// layout of their nodes, and checkLayout refuses a listing of the lock at
+// base that shows another layout's nodes.
+type layoutDriver interface {
+	layout() Layout
+	checkLayout(base string, children []string) error
+}
+
+// layoutOf returns the layout of d's nodes: Curator's for a Driver that
+// does not say (its nodes are its own; a node it places beside them
+// takes Curator's protection prefix).
+func layoutOf(d Driver) Layout {
+	if ld, ok := d.(layoutDriver); ok {
+		return ld.layout()
+	}
+	return LayoutCurator
+}
+
+// checkLayout refuses children of the lock at base if d's layout says
+// they mix layouts; a custom Driver's listings are its own affair.
+func checkLayout(d Driver, base string, children []string) error {
+	if ld, ok := d.(layoutDriver); ok {
+		return ld.checkLayout(base, children)
+	}
+	return nil
+}
+
+func (StandardDriver) layout() Layout { return LayoutCurator }
+func (kazooDriver) layout() Layout    { return LayoutKazoo }
+
+// checkLayout implements layoutDriver for Curator's layout: a kazoo
+// contender under the lock's path is another layout's.
+func (StandardDriver) checkLayout(base string, children []string) error {
+	for _, ch := range children {
+		if _, _, ok := layout.ParseKazoo(ch); ok {
+			return layoutMismatch(base, LayoutCurator, LayoutKazoo, ch)
+		}
+	}
+	return nil
+}
+
+func layoutMismatch(base string, ours, theirs Layout, node string) error {
+	return fmt.Errorf("%w: %s holds %s's node %s beside this %s lock's nodes; give each lock one layout",
+		ErrLayoutMismatch, base, theirs, node, ours)
+}
+
+// kazooDriver is kazoo's layout: protected EPHEMERAL_SEQUENTIAL nodes
+// "<uuid hex><kind><seq10>" of one kind, excluded by the contenders of the
+// blocking kinds before them (see layout.KazooGetsTheLock).
+type kazooDriver struct {
+	kind     string // layout.KazooLockName or layout.KazooReadName
+	blockers []string
+}
+
+var (
+	kazooLock  = kazooDriver{layout.KazooLockName, []string{layout.KazooLockName}}
+	kazooWrite = kazooDriver{layout.KazooLockName, []string{layout.KazooLockName, layout.KazooReadName}}
+	kazooRead  = kazooDriver{layout.KazooReadName, []string{layout.KazooLockName}}
+)
+
+// CreateNode creates "<uuid hex><kind><seq10>" beside path's last segment
+// (the kind), making missing parents as persistent nodes, as kazoo does.
+func (kazooDriver) CreateNode(ctx context.Context, c *Client, path string, data []byte) (string, error) {
+	return c.createKazoo(ctx, path, data)
+}
+
+// GetsTheLock implements [Driver].
+func (d kazooDriver) GetsTheLock(children []string, node string, _ int) (PredicateResult, error) {
+	acquired, watch, found := layout.KazooGetsTheLock(children, node, d.blockers...)
+	if !found {
+		return PredicateResult{}, wrapf(zk.ErrNoNode, "sequential node %s not found", node)
+	}
+	return PredicateResult{Acquired: acquired, Watch: watch}, nil
+}
+
+// SortKey orders kazoo's contenders by their sequence, as text, as kazoo
+// does; other children by their whole name.
+func (kazooDriver) SortKey(child, _ string) string {
+	if _, seq, ok := layout.ParseKazoo(child); ok {
+		return seq
+	}
+	return child
+}
+
+// checkLayout implements layoutDriver: a node with Curator's protection
+// prefix (Curator's, zklock's Curator layout's, go-zookeeper's zk.Lock's)
+// is another layout's.
+func (kazooDriver) checkLayout(base string, children []string) error {
+	for _, ch := range children {
+		if _, _, ok := parseProtected(ch); ok {
+			return layoutMismatch(base, LayoutKazoo, LayoutCurator, ch)
+		}
+	}
+	return nil
+}
+
+// kazooProtected reports whether name is a kazoo contender's node with its
+// creator's prefix, "<32 hex digits><kind><seq>": such a name, like a
+// Curator-protected one, is never used twice.
+func kazooProtected(name string) bool {
+	if _, _, ok := layout.ParseKazoo(name); !ok || len(name) < 32 {
+		return false
+	}
+	for i := 0; i < 32; i++ {
+		if !isHexLower(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isHexLower(b byte) bool { return '0' <= b && b <= '9' || 'a' <= b && b <= 'f' }
+
+// contenders returns the children that d's layout counts as contenders,
+// in place: for kazoo's, the contenders of its kind and of the kinds that
+// block it, as kazoo's contenders() lists them; for any other Driver,
+// every child.
+func contenders(d Driver, children []string) []string {
+	kd, ok := d.(kazooDriver)
+	if !ok {
+		return children
+	}
+	return slices.DeleteFunc(children, func(ch string) bool {
+		kind, _, ok := layout.ParseKazoo(ch)
+		return !ok || kind != kd.kind && !slices.Contains(kd.blockers, kind)
+	})
+}
+
+// probeName returns a name that sorts after every existing node of a lock
+// of d's, to stand for a node created now: for kazoo's layout, the largest
+// sequence; else the lock name and U+FFFF, the largest UTF-16 code unit.
+func probeName(d Driver, lockName string) string {
+	if kd, ok := d.(kazooDriver); ok {
+		return kd.kind + "9999999999"
+	}
+	return lockName + strings.Repeat("\uffff", 16)
+}
+
+// kazooSeq returns the sequence of a kazoo contender's name, as text.
+func kazooSeq(name string) string {
+	_, seq, _ := layout.ParseKazoo(name)
+	return seq
+}
