@@ -265,6 +265,38 @@
 // its version; holders that called [Mutex.MakeRevocable] watch their node
 // for it.
 //
+// # Interoperability with kazoo: LayoutKazoo
+//
+// With [WithLayout](LayoutKazoo) a recipe creates the nodes of kazoo 2.x,
+// Python's ZooKeeper recipes, so that a Go participant and a Python one on
+// the same path exclude each other:
+//
+//	recipe                      node                                              mode
+//	Mutex                       P/<uuidhex>__lock__<seq10>      (kazoo's Lock)     EPHEMERAL_SEQUENTIAL
+//	ReadWriteLock, write side   P/<uuidhex>__lock__<seq10>      (WriteLock)        EPHEMERAL_SEQUENTIAL
+//	ReadWriteLock, read side    P/<uuidhex>__rlock__<seq10>     (ReadLock)         EPHEMERAL_SEQUENTIAL
+//	read while holding write    P/<uuidhex>__rlock__<seq10 of the own write node>  EPHEMERAL
+//	Election, Selector          P/<uuidhex>__lock__<seq10>      (kazoo's Election) EPHEMERAL_SEQUENTIAL
+//	parents, created when missing, empty data                                     PERSISTENT
+//
+// <uuidhex> is a random version-4 UUID's 32 lower-case hex digits
+// (Python's uuid4().hex); a create whose outcome is unknown finds its node
+// again by it, as kazoo does. The contenders are the children whose names
+// end in "__lock__" or "__rlock__" and a sequence, ordered by the
+// sequence's text; other children are ignored, as kazoo ignores them. A
+// writer (and a Mutex, and an Election's participant) waits for the last
+// contender before it (a Mutex and an Election for the last "__lock__"
+// node, as kazoo's Lock ignores readers); a reader waits for the last
+// "__lock__" node before it. kazoo 2.8's ReadLock waits for the last
+// writer of all, even one queued after it, and can deadlock with it
+// (kazoo issue 649); zklock follows ZooKeeper's recipe. Node data is the
+// lock data, or an Election's or a Selector's id, as kazoo's nodes hold
+// its identifier. Parents are persistent, as kazoo's ensure_path makes
+// them: a container reaped under a kazoo process would fail its next
+// create. A listing that shows the nodes of both layouts fails the
+// acquire with [ErrLayoutMismatch]. The Semaphore and the SemaphoreMutex
+// do not take kazoo's layout yet.
+//
 // # ZooKeeper versions
 //
 // ZooKeeper 3.8.0 to 3.8.4 and 3.9.0 to 3.9.1 can lose writes they have
