@@ -243,19 +243,45 @@ func TestIntegration_KazooElection(t *testing.T) {
 // WithLayout's bad input: an unknown layout, a layout beside a Driver,
 // and the recipes that do not take kazoo's layout yet, each refused with
 // ErrInvalidArgument naming the path.
-func TestWithLayoutInput(t *testing.T) {
+func TestIntegration_WithLayoutInput(t *testing.T) {
 	t.Parallel()
-	c := zklock.NewClient(nil, nil)
+	c := setup(t).client()
 	_, err := zklock.NewMutex(c, "/l", zklock.WithLayout(zklock.Layout(7)))
 	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "/l")
+	assert.Contains(t, err.Error(), "unknown layout Layout(7)")
 	_, err = zklock.NewMutex(c, "/l", zklock.WithLayout(zklock.LayoutKazoo), zklock.WithDriver(zklock.StandardDriver{}))
 	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "cannot be combined with WithDriver")
 	_, err = zklock.NewSemaphore(c, "/s", 2, zklock.WithLayout(zklock.LayoutKazoo))
 	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "/s")
+	assert.Contains(t, err.Error(), "not supported by semaphores")
 	_, err = zklock.NewSemaphoreMutex(c, "/s", zklock.WithLayout(zklock.LayoutKazoo))
 	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "not supported by semaphores")
 	assert.Equal(t, "kazoo", zklock.LayoutKazoo.String())
 	assert.Equal(t, "curator", zklock.LayoutCurator.String())
+}
+
+// Node data kazoo cannot read: its contenders() decodes every contender's
+// data as UTF-8, so a kazoo-layout lock refuses data that is not, naming
+// the path, before any node is made; Curator's layout takes any bytes.
+func TestIntegration_KazooLockDataMustBeUTF8(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	bin := zklock.WithLockData([]byte{0xff, 0xfe})
+	_, err := zklock.NewMutex(c, "/l", zklock.WithLayout(zklock.LayoutKazoo), bin)
+	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "/l")
+	assert.Contains(t, err.Error(), "not UTF-8")
+	_, err = zklock.NewReadWriteLock(c, "/rw", zklock.WithLayout(zklock.LayoutKazoo), bin)
+	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "not UTF-8")
+	_, err = zklock.NewSelector(e.client(zklock.WithNodeData([]byte{0xff})), "/s", "", zklock.WithLayout(zklock.LayoutKazoo))
+	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "not UTF-8")
+	_, err = zklock.NewMutex(c, "/l", bin)
+	require.NoError(t, err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklock/zklock/internal/layout"
@@ -99,6 +100,9 @@ func newMutex(c *Client, path, lockName string, maxLeases int, o lockOptions) (*
 	data, err := c.recipeData("lock", path, o.data)
 	if err != nil {
 		return nil, err
+	}
+	if o.layout == LayoutKazoo && !utf8.Valid(data) {
+		return nil, errorf(ErrInvalidArgument, "lock %s: kazoo's layout: node data of %d bytes is not UTF-8, which kazoo's contenders() reads it as", quotePath(path), len(data))
 	}
 	if o.driver == nil {
 		o.driver = StandardDriver{}
