@@ -291,7 +291,8 @@
 // writer of all, even one queued after it, and can deadlock with it
 // (kazoo issue 649); zklock follows ZooKeeper's recipe. Node data is the
 // lock data, or an Election's or a Selector's id, as kazoo's nodes hold
-// its identifier. Parents are persistent, as kazoo's ensure_path makes
+// its identifier; it must be UTF-8, which kazoo's contenders() decodes it
+// as (the constructors refuse other data). Parents are persistent, as kazoo's ensure_path makes
 // them: a container reaped under a kazoo process would fail its next
 // create. A listing that shows the nodes of both layouts fails the
 // acquire with [ErrLayoutMismatch]. The Semaphore and the SemaphoreMutex
