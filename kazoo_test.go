@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/zktest"
 )
 
 // kazooNode is the name of a kazoo 2.8 contender, exactly: kazoo's
@@ -284,4 +285,48 @@ func TestIntegration_KazooLockDataMustBeUTF8(t *testing.T) {
 	assert.Contains(t, err.Error(), "not UTF-8")
 	_, err = zklock.NewMutex(c, "/l", bin)
 	require.NoError(t, err)
+}
+
+// A kazoo-layout create whose response is lost is found again by its
+// uuid, as kazoo finds its own (no second node); one found in another,
+// dying session is deleted and a new uuid is taken (CURATOR-498's case,
+// which kazoo 2.8 does not guard against).
+func TestIntegration_KazooProtectedCreate(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	kazoo := zklock.WithLayout(zklock.LayoutKazoo)
+	e.create(e.root + "/lost")
+	c, f := e.faultClient()
+	m := e.mutex(c, "/lost", kazoo)
+	f.setCreate(lostResponse(f, zk.ErrConnectionClosed))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a second node would wait behind the first for ever
+	defer cancel()
+	h, err := m.Lock(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, f.creates.Load(), "the retry found the node instead of creating another")
+	children := e.children(e.root + "/lost")
+	require.Len(t, children, 1)
+	assert.Equal(t, path.Base(h.Path()), children[0])
+	assert.Regexp(t, kazooNode, children[0])
+	require.NoError(t, h.Release())
+
+	other := zktest.ConnectT(t, e.servers)
+	var stale string
+	f.setCreate(func(_ context.Context, _ zklock.ZKConn, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+		f.setCreate(nil)
+		var err error
+		stale, err = other.Create(p, data, flags, acl) // as if made by the old session
+		if err != nil {
+			return "", err
+		}
+		return "", zk.ErrConnectionClosed
+	})
+	h, err = m.Lock(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, stale)
+	assert.NotEqual(t, path.Base(stale)[:32], path.Base(h.Path())[:32], "a new uuid")
+	ok, _, err := e.admin.Exists(stale)
+	require.NoError(t, err)
+	assert.False(t, ok, "the other session's node was deleted")
+	require.NoError(t, h.Release())
 }

@@ -69,7 +69,9 @@ func NewSelector(c *Client, path, id string, opts ...LockOption) (*Selector, err
 // ZooKeeper error; no node is left behind), or else fn's error joined with
 // the resignation's, which wraps ErrLockLost if the leadership was lost.
 // If fn panics, Lead resigns and the panic goes on. A nil fn gives
-// ErrInvalidArgument.
+// ErrInvalidArgument. Inside fn, [Selector.Term] with fn's context
+// returns the term's Hold, to fence the leader's writes ([Hold.Token],
+// [Hold.Multi]).
 func (s *Selector) Lead(ctx context.Context, fn func(ctx context.Context) error) error {
 	if err := s.valid(ctx, "lead"); err != nil {
 		return err
@@ -136,6 +138,8 @@ func (s *Selector) Term(ctx context.Context) (*Hold, error) {
 // network, which waiting again would not cure (one wrapping zk.ErrNoAuth,
 // say); it never returns fn's error, and never nil. If fn panics, Run
 // resigns and the panic goes on. A nil fn gives ErrInvalidArgument.
+// Inside fn, [Selector.Term] with fn's context returns the term's Hold,
+// to fence the term's writes.
 func (s *Selector) Run(ctx context.Context, fn func(ctx context.Context) error) error {
 	if err := s.valid(ctx, "run"); err != nil {
 		return err
