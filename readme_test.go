@@ -337,3 +337,10 @@ func anchors(text string) []string {
 	}
 	return out
 }
+
+func readmeKazoo(c *zklock.Client) (*zklock.Mutex, error) {
+	m, err := zklock.NewMutex(c, "/locks/report", zklock.WithLayout(zklock.LayoutKazoo),
+		zklock.WithLockData([]byte("report-go-1")))
+	// (not in the README)
+	return m, err
+}
