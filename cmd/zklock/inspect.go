@@ -269,13 +269,23 @@ func printTable(w io.Writer, v *queueView) error {
 		return nil
 	}
 	fmt.Fprintf(w, "%s: %s, %s, %s\n", v.Path, v.Recipe, plural(v.Holders, "holder"), plural(v.Waiters, "waiter"))
-	if v.Leader != nil {
+	switch {
+	case v.Recipe == recipeMixed:
+		fmt.Fprintln(w, v.mixedLine())
+	case v.Leader != nil:
 		fmt.Fprintf(w, "leader: %s\n", leaderText(*v.Leader))
+	}
+	if v.MaxLeases != nil {
+		fmt.Fprintf(w, "max leases: %d\n", *v.MaxLeases)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POS\tKIND\tROLE\tSESSION\tOWNER\tAGE\tTOKEN\tNODE")
 	for _, n := range v.Nodes {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", n.Position, n.Kind, n.Role, n.Session,
+		kind := n.Kind
+		if v.Recipe == recipeMixed && n.Layout != "" {
+			kind = n.Layout + " " + kind // the node's reading
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", n.Position, kind, n.Role, n.Session,
 			clip(shownOwner(n.Owner), 32), age(time.Duration(n.AgeMS)*time.Millisecond), n.Token, relName(v.Path, n))
 	}
 	err := tw.Flush()
@@ -300,9 +310,13 @@ func printOthers(w io.Writer, v *queueView) {
 	}
 }
 
-// relName is a node's path below the lock path.
+// relName is a node's path below the lock path, or its full path if it
+// is not below (a kazoo Semaphore's acquirer, under PATH-__lock__).
 func relName(lock string, n nodeView) string {
-	return strings.TrimPrefix(strings.TrimPrefix(n.Path, lock), "/")
+	if rel, ok := strings.CutPrefix(n.Path, strings.TrimSuffix(lock, "/")+"/"); ok {
+		return rel
+	}
+	return n.Path
 }
 
 // plural is "1 what" or "n whats".
