@@ -28,15 +28,19 @@ process whose session stays alive).
 
 NODE is named as for revoke: a node name as 'zklock inspect' shows it, a
 unique suffix of one (such as its sequence number), or its full path; a
-semaphore's nodes as leases/NAME or locks/NAME. Only lock nodes (ephemeral
-nodes) are deleted.
+semaphore's nodes as leases/NAME or locks/NAME; a kazoo semaphore's
+leases by their names (its acquirers are the lock PATH-__lock__'s nodes).
+Only lock nodes (ephemeral nodes) are deleted, and kazoo's lock nodes
+made persistent (kazoo's acquire(ephemeral=False): no session's end
+deletes them).
 
 With -holder, NODE is not given: break deletes the node of the lock's
 holder, found as 'zklock inspect' finds it: a mutex's holder (a
 Selector's leader), a latch's leader, a read/write lock's writer or its
-one reader. Where several hold (a semaphore's leases, a read/write lock's
-readers) -holder cannot choose: break refuses (exit 2) and wants NODE. A
-lock without a holder exits 4.
+one reader, and the same in kazoo's layout. Where several hold (a
+semaphore's leases, a read/write lock's readers, the holders of a path
+with two layouts' nodes) -holder cannot choose: break refuses (exit 2)
+and wants NODE. A lock without a holder exits 4.
 
 break shows the node (session, owner, age, token) and asks for
 confirmation (y/N) when stdin is a terminal. With -force it does not ask;

@@ -22,9 +22,11 @@ const listUsage = `Usage: zklock list [flags] PREFIX
 Lists the locks under PREFIX (PREFIX itself included), walking its whole
 subtree: one line per lock that has participants, with its path, recipe
 (mutex, rwlock, semaphore or latch: the layouts 'zklock inspect' knows; a
-Selector's is a mutex's), number of holders and of waiters, how long its
-holder has held (the oldest holder's, from its node's creation time), and
-the holders' owners. A free lock whose empty node remains is not listed.
+Selector's is a mutex's; kazoo's kazoo-lock, an Election's too,
+kazoo-rwlock and kazoo-semaphore; mixed for a path with two layouts'
+nodes, shown as mixed:mutex+kazoo-lock, whose holders are all counted),
+number of holders and of waiters, how long its holder has held (the
+oldest holder's, from its node's creation time), and the holders' owners. A free lock whose empty node remains is not listed.
 The walk goes into every child that is not a lock's own node, below a
 semaphore too; a child named leases or locks is a semaphore's only if it
 holds a semaphore's lease or lock nodes (see 'zklock help inspect').
@@ -37,7 +39,8 @@ the listing.
   -older-than D    list only the locks whose holder has held longer than D
                    (such as 10m): a stuck holder
   -json            print one JSON array of {"path", "recipe", "holders",
-                   "waiters", "age_ms", "held_since", "owners", "error"}
+                   "waiters", "age_ms", "held_since", "owners", "error",
+                   "readings"} ("readings": a mixed path's recipes)
 `
 
 // listFlags are list's command line.

@@ -31,6 +31,12 @@ NODE is a node name as 'zklock inspect' shows it, a unique suffix of one
 (such as its sequence number), or the node's full path. Semaphore leases
 cannot be revoked: revoke refuses them (exit 1).
 
+A kazoo node (Python's kazoo: ..__lock__<seq>, ..__rlock__<seq>) gets the
+request all the same, and revoke says so: a kazoo process ignores it
+(kazoo has no revocation), while a zklock holder in kazoo's layout that
+called MakeRevocable honours it. kazoo's contenders() then lists
+"__REVOKE__" as that holder's identifier.
+
 Whether a holder is revocable cannot be seen in ZooKeeper, so revoke says
 only that it asked. With -wait D it waits up to D for the node to go, and
 says whether the holder released (exit 0) or not (exit 1: the holder is
