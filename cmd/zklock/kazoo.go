@@ -118,26 +118,39 @@ func kazooOrder(names []string) []string {
 // kazoo fills v with the queue of a kazoo Lock (or Election, or WriteLock
 // alone: kind "lock"), or with rw that of a ReadLock and WriteLock (kinds
 // "read" and "write"), from its contenders names. Each holds or waits by
-// layout.KazooGetsTheLock: a writer is blocked by every contender before
-// it, a reader by the writers before it. A contender that is not
-// ephemeral (kazoo's acquire(ephemeral=False)) takes part, as kazoo
-// counts it.
+// layout.KazooGetsTheLock among the contenders that still exist when
+// read, as kazoo decides once it sees the nodes ahead gone: a writer is
+// blocked by every contender before it, a reader by the writers before
+// it. A contender that is not ephemeral (kazoo's acquire(ephemeral=False))
+// takes part, as kazoo counts it.
 func (in *inspector) kazoo(ctx context.Context, v *queueView, names []string, rw bool) error {
-	names = kazooOrder(names)
-	for _, name := range names {
+	start := len(v.Nodes)
+	for _, name := range kazooOrder(names) {
 		kind, _, _ := layout.ParseKazoo(name)
-		shown, blockers := "lock", []string{layout.KazooLockName}
+		shown := "lock"
 		switch {
 		case kind == layout.KazooReadName:
 			shown = "read"
 		case rw:
-			shown, blockers = "write", []string{layout.KazooLockName, layout.KazooReadName}
+			shown = "write"
 		}
-		held, _, _ := layout.KazooGetsTheLock(names, name, blockers...)
-		n := nodeSpec{dir: in.path, name: name, queue: "lock", kind: shown, role: roleOf(held), layout: layoutKazoo, persistent: true}
+		n := nodeSpec{dir: in.path, name: name, queue: "lock", kind: shown, role: roleWaiter, layout: layoutKazoo, persistent: true}
 		if err := in.addNode(ctx, v, n); err != nil {
 			return err
 		}
+	}
+	read := v.Nodes[start:]
+	present := make([]string, len(read))
+	for i, n := range read {
+		present[i] = n.Name
+	}
+	for i, n := range read {
+		blockers := []string{layout.KazooLockName}
+		if n.Kind == "write" {
+			blockers = append(blockers, layout.KazooReadName)
+		}
+		held, _, _ := layout.KazooGetsTheLock(present, n.Name, blockers...)
+		read[i].Role = roleOf(held)
 	}
 	return nil
 }
