@@ -26,10 +26,11 @@ Selector's is a mutex's; kazoo's kazoo-lock, an Election's too,
 kazoo-rwlock and kazoo-semaphore; mixed for a path with two layouts'
 nodes, shown as mixed:mutex+kazoo-lock, whose holders are all counted),
 number of holders and of waiters, how long its holder has held (the
-oldest holder's, from its node's creation time), and the holders' owners. A free lock whose empty node remains is not listed.
-The walk goes into every child that is not a lock's own node, below a
-semaphore too; a child named leases or locks is a semaphore's only if it
-holds a semaphore's lease or lock nodes (see 'zklock help inspect').
+oldest holder's, from its node's creation time), and the holders'
+owners. A free lock whose empty node remains is not listed. The walk
+goes into every child that is not a lock's own node, below a semaphore
+too; a child named leases or locks is a semaphore's only if it holds a
+semaphore's lease or lock nodes (see 'zklock help inspect').
 A lock that cannot be read, or a node that cannot be listed (recipe
 unknown), as when an ACL refuses this session, is listed with the error,
 whatever the filters; the walk goes on around it, and list exits 1 after
