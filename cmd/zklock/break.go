@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,15 +28,19 @@ process whose session stays alive).
 
 NODE is named as for revoke: a node name as 'zklock inspect' shows it, a
 unique suffix of one (such as its sequence number), or its full path; a
-semaphore's nodes as leases/NAME or locks/NAME. Only lock nodes (ephemeral
-nodes) are deleted.
+semaphore's nodes as leases/NAME or locks/NAME; a kazoo semaphore's
+leases by their names (its acquirers are the lock PATH-__lock__'s nodes).
+Only lock nodes (ephemeral nodes) are deleted, and kazoo's lock nodes
+made persistent (kazoo's acquire(ephemeral=False): no session's end
+deletes them).
 
 With -holder, NODE is not given: break deletes the node of the lock's
 holder, found as 'zklock inspect' finds it: a mutex's holder (a
 Selector's leader), a latch's leader, a read/write lock's writer or its
-one reader. Where several hold (a semaphore's leases, a read/write lock's
-readers) -holder cannot choose: break refuses (exit 2) and wants NODE. A
-lock without a holder exits 4.
+one reader, and the same in kazoo's layout. Where several hold (a
+semaphore's leases, a read/write lock's readers, the holders of a path
+with two layouts' nodes) -holder cannot choose: break refuses (exit 2)
+and wants NODE. A lock without a holder exits 4.
 
 break shows the node (session, owner, age, token) and asks for
 confirmation (y/N) when stdin is a terminal. With -force it does not ask;
@@ -159,10 +164,10 @@ func (f *breakFlags) findNode(ctx context.Context, c *zklock.Client, lock, node 
 	if err != nil {
 		return "", err
 	}
-	var holders []string
+	var holders, paths []string
 	for _, n := range v.Nodes {
 		if n.Role == roleHolder {
-			holders = append(holders, relName(lock, n))
+			holders, paths = append(holders, relName(lock, n)), append(paths, n.Path)
 		}
 	}
 	switch {
@@ -170,14 +175,15 @@ func (f *breakFlags) findNode(ctx context.Context, c *zklock.Client, lock, node 
 		return "", noNode("lock path %s does not exist", lock)
 	case len(holders) == 0:
 		return "", noNode("%s has no holder: nothing to break", lock)
-	case v.Recipe == recipeSemaphore:
-		return "", fmt.Errorf("%w: %s is a semaphore, whose %s all hold (%s): -holder cannot choose; name the lease to break, as leases/NAME",
-			errUsage, lock, plural(len(holders), "lease"), some(holders))
+	case v.Recipe == recipeSemaphore || v.Recipe == recipeKazooSemaphore:
+		as := map[string]string{recipeSemaphore: "as leases/NAME", recipeKazooSemaphore: "by its name"}[v.Recipe]
+		return "", fmt.Errorf("%w: %s is a %s, whose %s all hold (%s): -holder cannot choose; name the lease to break, %s",
+			errUsage, lock, v.Recipe, plural(len(holders), "lease"), some(holders), as)
 	case len(holders) > 1:
 		return "", fmt.Errorf("%w: %s has %s (%s): -holder cannot choose; name the node to break",
 			errUsage, lock, plural(len(holders), "holder"), some(holders))
 	}
-	return path.Join(lock, holders[0]), nil
+	return paths[0], nil
 }
 
 // some lists the first few of names, and says how many more there are.
@@ -190,7 +196,8 @@ func some(names []string) string {
 }
 
 // findLockNode resolves node to the path of a node of the lock: a child
-// of the lock path, or for a semaphore a child of its leases or locks node.
+// of the lock path, or for a semaphore a child of its leases or locks node
+// (or a kazoo contender beside them, a mix-up of layouts).
 func findLockNode(ctx context.Context, c *zklock.Client, f *common, lock, node string) (string, error) {
 	l, err := (&inspector{c: c, common: f, path: lock}).list(ctx)
 	switch {
@@ -201,7 +208,7 @@ func findLockNode(ctx context.Context, c *zklock.Client, f *common, lock, node s
 	case l.sem == nil:
 		return matchNode(lock, node, l.children)
 	}
-	var rels []string
+	rels := slices.DeleteFunc(slices.Clone(l.children), func(n string) bool { return !isKazooContender(n) })
 	for _, name := range l.sem.leases {
 		rels = append(rels, leasesNode+"/"+name)
 	}
@@ -212,7 +219,9 @@ func findLockNode(ctx context.Context, c *zklock.Client, f *common, lock, node s
 }
 
 // describe reads the node at p and describes it for people: its path,
-// session, owner, age and token. A node that is not ephemeral is refused.
+// session, owner, age and token. A node that is not ephemeral is refused,
+// unless it is a kazoo contender's (kazoo's acquire(ephemeral=False)
+// makes a lock node that no session's end deletes).
 func (f *breakFlags) describe(ctx context.Context, c *zklock.Client, p string) (*zk.Stat, string, error) {
 	data, stat, err := c.Get(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -221,12 +230,16 @@ func (f *breakFlags) describe(ctx context.Context, c *zklock.Client, p string) (
 	if err != nil {
 		return nil, "", opError("read", p, err)
 	}
-	if stat.EphemeralOwner == 0 {
+	session := fmt.Sprintf("session 0x%x", stat.EphemeralOwner)
+	switch {
+	case stat.EphemeralOwner == 0 && isKazooContender(path.Base(p)):
+		session = "not ephemeral"
+	case stat.EphemeralOwner == 0:
 		return nil, "", fmt.Errorf("%s is not a lock node (not ephemeral): break deletes lock nodes only", p)
 	}
 	held := time.Since(time.UnixMilli(stat.Ctime))
-	desc := fmt.Sprintf("%s (session 0x%x, owner %s, age %s, token %d)",
-		p, stat.EphemeralOwner, shownOwner(ownerText(data)), age(held), stat.Czxid)
+	desc := fmt.Sprintf("%s (%s, owner %s, age %s, token %d)",
+		p, session, shownOwner(ownerText(data)), age(held), stat.Czxid)
 	return stat, desc, nil
 }
 

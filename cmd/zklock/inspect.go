@@ -31,11 +31,18 @@ Shows the queue of the lock at PATH, in order: each participant's role
 host's address; "(revoked)" once 'zklock revoke' has replaced it), age,
 fencing token and node name, and which recipe the layout belongs to
 (mutex, rwlock, semaphore, latch). Works on zklock's and Apache Curator's
-locks alike. A semaphore is known by its lease nodes (PATH/leases/..lease-N),
-or, with none, by an empty PATH/leases beside a PATH/locks that holds only
-acquirers' lock nodes; a child named leases or locks that holds anything
-else is a path like any other, listed with the children that are not
-lock nodes. For a leader latch (zklock's Election, Curator's LeaderLatch)
+locks alike, and on kazoo's (Python): kazoo-lock (a Lock's, or an
+Election's: nodes <hex>__lock__<seq>), kazoo-rwlock (ReadLock and
+WriteLock: <hex>__rlock__<seq> and __lock__ nodes), kazoo-semaphore (a
+pool of leases <hex>, its max_leases as data, its acquirers queued on the
+kazoo lock PATH-__lock__ beside it). A path that holds the nodes of two
+layouts (Curator's and kazoo's, which do not see each other's nodes) is
+"mixed": each layout's nodes are shown, read by its own rules, so that
+both holders show. A semaphore is known by its lease nodes
+(PATH/leases/..lease-N), or, with none, by an empty PATH/leases beside a
+PATH/locks that holds only acquirers' lock nodes; a child named leases or
+locks that holds anything else is a path like any other, listed with the
+children that are not lock nodes. For a leader latch (zklock's Election, Curator's LeaderLatch)
 the holder is the leader, each owner is a participant id, and the
 leader's id is shown first.
 
@@ -43,14 +50,16 @@ A Selector (zklock's Selector, Curator's LeaderSelector) is a mutex on
 the election's path: its layout is a mutex's, and inspect cannot tell the
 two apart. With -selector, inspect reads a mutex layout as a Selector's:
 the recipe shows as "selector" and the holder's owner, the participant
-id, as the leader. -selector refuses a rwlock's or a semaphore's layout.
+id, as the leader; likewise a kazoo-lock as a kazoo Election's
+("kazoo-election"). -selector refuses a rwlock's, a semaphore's or a
+mixed path's layout.
 'zklock leader PATH' prints the leader alone.
 
   -json       print JSON (field names in 'go doc github.com/zklock/zklock/cmd/zklock')
   -watch      print again on every change of the queue, until SIGINT or
               SIGTERM (with -json, one JSON object per line)
   -selector   read a mutex layout as a Selector's (Curator's LeaderSelector),
-              whose holder leads
+              whose holder leads, a kazoo-lock as a kazoo Election's
 `
 
 func newInspectFlags() *inspectFlags {
@@ -269,13 +278,23 @@ func printTable(w io.Writer, v *queueView) error {
 		return nil
 	}
 	fmt.Fprintf(w, "%s: %s, %s, %s\n", v.Path, v.Recipe, plural(v.Holders, "holder"), plural(v.Waiters, "waiter"))
-	if v.Leader != nil {
+	switch {
+	case v.Recipe == recipeMixed:
+		fmt.Fprintln(w, v.mixedLine())
+	case v.Leader != nil:
 		fmt.Fprintf(w, "leader: %s\n", leaderText(*v.Leader))
+	}
+	if v.MaxLeases != nil {
+		fmt.Fprintf(w, "max leases: %d\n", *v.MaxLeases)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POS\tKIND\tROLE\tSESSION\tOWNER\tAGE\tTOKEN\tNODE")
 	for _, n := range v.Nodes {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", n.Position, n.Kind, n.Role, n.Session,
+		kind := n.Kind
+		if v.Recipe == recipeMixed && n.Layout != "" {
+			kind = n.Layout + " " + kind // the node's reading
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", n.Position, kind, n.Role, n.Session,
 			clip(shownOwner(n.Owner), 32), age(time.Duration(n.AgeMS)*time.Millisecond), n.Token, relName(v.Path, n))
 	}
 	err := tw.Flush()
@@ -300,9 +319,13 @@ func printOthers(w io.Writer, v *queueView) {
 	}
 }
 
-// relName is a node's path below the lock path.
+// relName is a node's path below the lock path, or its full path if it
+// is not below (a kazoo Semaphore's acquirer, under PATH-__lock__).
 func relName(lock string, n nodeView) string {
-	return strings.TrimPrefix(strings.TrimPrefix(n.Path, lock), "/")
+	if rel, ok := strings.CutPrefix(n.Path, strings.TrimSuffix(lock, "/")+"/"); ok {
+		return rel
+	}
+	return n.Path
 }
 
 // plural is "1 what" or "n whats".

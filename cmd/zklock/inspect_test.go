@@ -24,9 +24,15 @@ type jsonView struct {
 	Exists  bool   `json:"exists"`
 	Holders int    `json:"holders"`
 	Waiters int    `json:"waiters"`
-	Nodes   []struct {
+	// A mixed path's readings, one per layout; a kazoo Semaphore's
+	// max_leases.
+	Readings  []string `json:"readings"`
+	MaxLeases *int     `json:"max_leases"`
+	Others    []string `json:"others"`
+	Nodes     []struct {
 		Position int    `json:"position"`
 		Queue    string `json:"queue"`
+		Layout   string `json:"layout"`
 		Kind     string `json:"kind"`
 		Role     string `json:"role"`
 		Name     string `json:"name"`

@@ -14,13 +14,16 @@ Prints who leads the election at PATH: the leader's id (its node's data)
 and its node. PATH is a leader latch (zklock's Election, Curator's
 LeaderLatch; nodes ..latch-<seq>) or a Selector (zklock's Selector,
 Curator's LeaderSelector; nodes ..lock-<seq>, a mutex's layout, whose
-holder leads). The leader is the first participant, in queue order, whose
-node exists when read; a leader may change right after.
+holder leads) or a kazoo Election (a kazoo Lock's layout, nodes
+<hex>__lock__<seq>: recipe kazoo-election). The leader is the first
+participant, in queue order, whose node exists when read; a leader may
+change right after.
 
 leader exits 0 when there is a leader; 1 when PATH exists but no
 participant leads ("no leader": none takes part), or when PATH holds
-another recipe (a rwlock, a semaphore: "not an election"); 4 when PATH
-does not exist.
+another recipe (a rwlock, a semaphore: "not an election"), or the nodes
+of two layouts (Curator's and kazoo's: two holders, no one leader); 4
+when PATH does not exist.
 
   -json    print one JSON object: {"path", "recipe", "exists",
            "participants", "leader", "node"}; "node" is the leader's node
@@ -44,7 +47,7 @@ func newLeaderFlags() *leaderFlags {
 // usage text and the package documentation.
 type leaderView struct {
 	Path         string    `json:"path"`
-	Recipe       string    `json:"recipe"` // latch | selector | none
+	Recipe       string    `json:"recipe"` // latch | selector | kazoo-election | none
 	Exists       bool      `json:"exists"`
 	Participants int       `json:"participants"`
 	Leader       *string   `json:"leader,omitempty"` // the leader's id

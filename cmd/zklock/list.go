@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/layout"
 )
 
 const listUsage = `Usage: zklock list [flags] PREFIX
@@ -21,12 +22,15 @@ const listUsage = `Usage: zklock list [flags] PREFIX
 Lists the locks under PREFIX (PREFIX itself included), walking its whole
 subtree: one line per lock that has participants, with its path, recipe
 (mutex, rwlock, semaphore or latch: the layouts 'zklock inspect' knows; a
-Selector's is a mutex's), number of holders and of waiters, how long its
-holder has held (the oldest holder's, from its node's creation time), and
-the holders' owners. A free lock whose empty node remains is not listed.
-The walk goes into every child that is not a lock's own node, below a
-semaphore too; a child named leases or locks is a semaphore's only if it
-holds a semaphore's lease or lock nodes (see 'zklock help inspect').
+Selector's is a mutex's; kazoo's kazoo-lock, an Election's too,
+kazoo-rwlock and kazoo-semaphore; mixed for a path with two layouts'
+nodes, shown as mixed:mutex+kazoo-lock, whose holders are all counted),
+number of holders and of waiters, how long its holder has held (the
+oldest holder's, from its node's creation time), and the holders'
+owners. A free lock whose empty node remains is not listed. The walk
+goes into every child that is not a lock's own node, below a semaphore
+too; a child named leases or locks is a semaphore's only if it holds a
+semaphore's lease or lock nodes (see 'zklock help inspect').
 A lock that cannot be read, or a node that cannot be listed (recipe
 unknown), as when an ACL refuses this session, is listed with the error,
 whatever the filters; the walk goes on around it, and list exits 1 after
@@ -36,7 +40,8 @@ the listing.
   -older-than D    list only the locks whose holder has held longer than D
                    (such as 10m): a stuck holder
   -json            print one JSON array of {"path", "recipe", "holders",
-                   "waiters", "age_ms", "held_since", "owners", "error"}
+                   "waiters", "age_ms", "held_since", "owners", "error",
+                   "readings"} ("readings": a mixed path's recipes)
 `
 
 // listFlags are list's command line.
@@ -74,6 +79,8 @@ type lockSummary struct {
 	HeldSince *time.Time `json:"held_since,omitempty"`
 	Owners    []string   `json:"owners"`          // the holders' owners, in queue order
 	Error     string     `json:"error,omitempty"` // why the lock could not be read
+	// Readings are a mixed path's recipes, one per reading.
+	Readings []string `json:"readings,omitempty"`
 }
 
 // runList is the list command.
@@ -90,7 +97,7 @@ func (f *listFlags) list(args []string, stdout io.Writer) error {
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	w := &walker{c: client, common: f.common, keep: f.keep, locks: []lockSummary{}}
+	w := &walker{c: client, common: f.common, keep: f.keep, locks: []lockSummary{}, counted: map[string]bool{}}
 	if err := w.walk(ctx, root, true); err != nil {
 		return err
 	}
@@ -110,6 +117,10 @@ type walker struct {
 	keep   func(lockSummary) bool // whether a lock read is listed
 	locks  []lockSummary          // found so far, in depth-first order of sorted names
 	failed int                    // locks and paths that could not be read
+	// counted are the kazoo Semaphores' locks (PATH-__lock__) whose
+	// acquirers the Semaphore's row counts: the walk reaches them after
+	// the Semaphore, and does not list them again.
+	counted map[string]bool
 }
 
 // walk adds the locks at and under p. top says p is the prefix given,
@@ -137,7 +148,13 @@ func (w *walker) walk(ctx context.Context, p string, top bool) error {
 	// is then read as no Semaphore's, and the walk records the failure
 	// when it reaches that node.
 	below := l.children
-	if recipe := detect(l.children, l.sem != nil); isLock(recipe) {
+	rs, _ := readings(l)
+	switch recipe := recipeOf(rs); {
+	case recipe == recipeKazooLock && w.counted[p]:
+		// A kazoo Semaphore's lock, whose contenders are its acquirers:
+		// counted in the Semaphore's row.
+		below = slices.DeleteFunc(slices.Clone(below), isKazooContender)
+	case isLock(recipe):
 		below = w.add(ctx, in, l, recipe)
 	}
 	for _, ch := range below {
@@ -172,17 +189,20 @@ func (w *walker) add(ctx context.Context, in *inspector, l *listing, recipe stri
 	v, err := in.view(ctx, l)
 	if err != nil {
 		w.fail(in.path, recipe, err)
-		return append(l.beside(recipe), l.mayBeMutex()...)
+		return append(l.beside(), l.mayBeMutex()...)
 	}
 	if s := summary(v); len(v.Nodes) > 0 && w.keep(s) {
 		w.locks = append(w.locks, s)
+	}
+	if slices.Contains(append([]string{v.Recipe}, v.Readings...), recipeKazooSemaphore) {
+		w.counted[layout.KazooSemaphoreLock(in.path)] = true
 	}
 	return append(slices.Clone(v.Others), l.mayBeMutex()...)
 }
 
 // summary sums up the lock v.
 func summary(v *queueView) lockSummary {
-	s := lockSummary{Path: v.Path, Recipe: v.Recipe, Holders: v.Holders, Waiters: v.Waiters, Owners: []string{}}
+	s := lockSummary{Path: v.Path, Recipe: v.Recipe, Holders: v.Holders, Waiters: v.Waiters, Owners: []string{}, Readings: v.Readings}
 	for _, n := range v.Nodes {
 		if n.Role != roleHolder {
 			continue
@@ -241,9 +261,18 @@ func (f *listFlags) print(w io.Writer, prefix string, locks []lockSummary) error
 		if l.HeldSince != nil {
 			held = age(time.Duration(l.AgeMS) * time.Millisecond)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", l.Path, l.Recipe, l.Holders, l.Waiters, held, ownersText(l))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", l.Path, recipeText(l), l.Holders, l.Waiters, held, ownersText(l))
 	}
 	return tw.Flush()
+}
+
+// recipeText is the RECIPE column: a mixed path's shows its readings
+// ("mixed:mutex+kazoo-lock").
+func recipeText(l lockSummary) string {
+	if len(l.Readings) == 0 {
+		return l.Recipe
+	}
+	return l.Recipe + ":" + strings.Join(l.Readings, "+")
 }
 
 // ownersText is the OWNERS column: the holders' owners, or the error.

@@ -1,6 +1,7 @@
 // Command zklock inspects, revokes and takes zklock's and Apache Curator's
 // distributed locks on ZooKeeper (the two share one znode layout), in the
-// manner of etcdctl lock and consul lock.
+// manner of etcdctl lock and consul lock; inspect, list, leader, break and
+// revoke also read Python's kazoo locks (kazoo's layout).
 //
 // Usage:
 //
@@ -58,20 +59,43 @@
 // PATH that are not lock nodes (such as the container of another lock
 // below PATH) are not participants: they are listed apart ("others").
 //
+// kazoo's layout (kazoo 2.x) is read with the library's own predicates:
+// "kazoo-lock" (nodes <uuid hex>__lock__<seq>: a kazoo Lock, a WriteLock
+// alone, or an Election, as -selector and leader read it,
+// "kazoo-election"; the first contender holds), "kazoo-rwlock" (with
+// <uuid hex>__rlock__<seq> nodes, a ReadLock's: a writer holds when no
+// contender is before it, a reader when no writer is), "kazoo-semaphore"
+// (a pool node whose children are leases, <uuid hex>, all holders; its
+// data, max_leases, shown as "max_leases"; its acquirers, all waiting,
+// are the contenders of the kazoo Lock beside it, PATH-__lock__, shown
+// with their full paths, and list does not list that lock again). kazoo
+// contenders are ordered by sequence, as text, as kazoo orders them; one
+// that is not ephemeral (kazoo's acquire(ephemeral=False)) takes part,
+// with session "0x0". A path that holds Curator's nodes and kazoo's (or
+// two recipes' nodes) is "mixed": each layout's nodes are read by its own
+// rules, Curator's first, and "readings" names the recipes; the processes
+// of each see only their own nodes, so each reading may have a holder,
+// and all are shown and counted, never hidden.
+//
 // With -json, inspect prints one JSON object (one per line with -watch):
 //
 //	{
 //	  "path": "/locks/job",       // as given, relative to -namespace
-//	  "recipe": "mutex",          // mutex | latch | rwlock | semaphore | none | unknown
-//	                              // (selector with -selector, for a mutex layout)
-//	  "leader": "node-1",         // latch or selector only: the leader's id; omitted with no leader
+//	  "recipe": "mutex",          // mutex | latch | rwlock | semaphore | kazoo-lock | kazoo-rwlock |
+//	                              // kazoo-semaphore | mixed | none | unknown (selector or kazoo-election
+//	                              // with -selector, for a mutex or a kazoo-lock layout)
+//	  "leader": "node-1",         // latch, selector or kazoo-election only: the leader's id; omitted with no leader
 //	  "exists": true,             // whether PATH exists
 //	  "holders": 1, "waiters": 2,
 //	  "others": ["sub"],          // children that are not lock nodes; omitted if none
+//	  "readings": ["mutex", "kazoo-lock"], // mixed only: the recipe of each layout's nodes, in the order of "nodes"
+//	  "max_leases": 3,            // kazoo-semaphore only: its pool's data; omitted if not a number
 //	  "nodes": [{
-//	    "position": 0,            // place in the queue, from 0, per queue
-//	    "queue": "lock",          // lock | leases | locks (the semaphore's internal lock)
-//	    "kind": "lock",           // lock | read | write | lease | unknown
+//	    "position": 0,            // place in the queue, from 0, per queue (and per layout)
+//	    "queue": "lock",          // lock | leases | locks (the semaphore's internal lock; a kazoo
+//	                              // semaphore's PATH-__lock__)
+//	    "layout": "curator",      // curator | kazoo; omitted for a node of no known layout
+//	    "kind": "lock",           // lock | read | write | lease | acquirer | unknown
 //	    "role": "holder",         // holder | waiter | unknown
 //	    "name": "_c_...-lock-0000000000",
 //	    "path": "/locks/job/_c_...-lock-0000000000",
@@ -94,10 +118,12 @@
 // # leader
 //
 // leader prints who leads the election at PATH: a leader latch (nodes
-// ..latch-<seq>: zklock's Election, Curator's LeaderLatch) or a Selector
+// ..latch-<seq>: zklock's Election, Curator's LeaderLatch), a Selector
 // (nodes ..lock-<seq>: zklock's Selector, Curator's LeaderSelector, a
-// mutex's layout). The leader is the first participant in queue order
-// whose node exists when read; its id is its node's data:
+// mutex's layout) or a kazoo Election (nodes <uuid hex>__lock__<seq>, a
+// kazoo Lock's layout: recipe "kazoo-election"). The leader is the first
+// participant in queue order whose node exists when read; its id is its
+// node's data:
 //
 //	leader: "node-1" (latch, 3 participants)
 //	node: /locks/lead/_c_...-latch-0000000007 (session 0x1000012345a0001, age 1m3s, token 4294967312)
@@ -105,12 +131,14 @@
 // (a revoked Selector node's id shows as "(revoked)"). leader exits 4 if
 // PATH does not exist, and 1 if no participant takes part ("no leader:
 // PATH has no participants") or if PATH holds another recipe ("PATH is a
-// rwlock, not an election"). With -json, it prints one JSON object, also
-// when there is no leader or no PATH:
+// rwlock, not an election") or the nodes of two layouts ("PATH holds the
+// nodes of two layouts (latch and kazoo-lock)": two holders, no one
+// leader). With -json, it prints one JSON object, also when there is no
+// leader or no PATH:
 //
 //	{
 //	  "path": "/locks/lead",
-//	  "recipe": "latch",          // latch | selector | none
+//	  "recipe": "latch",          // latch | selector | kazoo-election | none
 //	  "exists": true,
 //	  "participants": 3,
 //	  "leader": "node-1",         // the leader's id; omitted with no leader
@@ -133,7 +161,11 @@
 //
 // or, for a node already revoked, "(session 0x...; already revoked: its
 // owner is no longer recorded)". inspect, list and break show a revoked
-// node's owner as "(revoked)".
+// node's owner as "(revoked)". A kazoo node gets the message too, and
+// revoke adds a line: a kazoo process ignores revocation requests (kazoo
+// has no revocation), while a zklock holder in kazoo's layout that called
+// Mutex.MakeRevocable honours it. The leases of a semaphore, Curator's or
+// kazoo's, are refused.
 //
 // # break
 //
@@ -147,17 +179,22 @@
 // the node, its session and its owner. With -holder, NODE is not given:
 // break deletes the node of the lock's one holder, as inspect finds it (a
 // mutex's holder, a Selector's or a latch's leader, a read/write lock's
-// writer or its one reader); where several hold (a semaphore's leases, a
-// read/write lock's readers) it refuses (exit 2) and wants NODE; a lock
-// without a holder exits 4.
+// writer or its one reader, and the same in kazoo's layout); where several
+// hold (a semaphore's leases, a read/write lock's readers, a mixed path's
+// holders) it refuses (exit 2) and wants NODE; a lock without a holder
+// exits 4. break deletes kazoo's nodes as Curator's, a kazoo contender made
+// persistent (acquire(ephemeral=False)) too ("not ephemeral" in place of
+// its session); a kazoo semaphore's leases are named by their names.
 //
 // # list
 //
 // list walks the tree under PREFIX and prints one line per lock found
-// (mutex, rwlock, semaphore or latch, recognised as by inspect; a
-// Selector's layout is a mutex's): its path, recipe, holders, waiters, the
-// age of its oldest holder (from the holder node's creation time) and the
-// holders' owners. A lock without participants (a free lock's empty
+// (mutex, rwlock, semaphore, latch, kazoo-lock, kazoo-rwlock,
+// kazoo-semaphore or mixed, recognised as by inspect; a Selector's layout
+// is a mutex's, a kazoo Election's a kazoo-lock's): its path, recipe
+// (in the table, a mixed path's readings follow: mixed:mutex+kazoo-lock),
+// holders, waiters, the age of its oldest holder (from the holder node's
+// creation time) and the holders' owners. A lock without participants (a free lock's empty
 // container) is not listed. -waiting lists only the locks that have
 // waiters, and -older-than D only those whose oldest holder has held
 // longer than D; a lock that cannot be read, or a node under PREFIX that
@@ -170,7 +207,9 @@
 //
 //	{
 //	  "path": "/locks/job",
-//	  "recipe": "mutex",                  // mutex | latch | rwlock | semaphore (unknown: a node not listed)
+//	  "recipe": "mutex",                  // mutex | latch | rwlock | semaphore | kazoo-lock | kazoo-rwlock |
+//	                                      // kazoo-semaphore | mixed (unknown: a node not listed)
+//	  "readings": ["mutex", "kazoo-lock"], // mixed only: each layout's recipe
 //	  "holders": 1, "waiters": 2,
 //	  "age_ms": 1520,                     // the oldest holder's age; 0 without a holder
 //	  "held_since": "2026-01-02T15:04:05.123Z", // its node's creation; omitted without a holder

@@ -26,6 +26,22 @@ const (
 	recipeSemaphore = "semaphore"
 	recipeNone      = "none"
 	recipeUnknown   = "unknown"
+
+	// kazoo's (Python) recipes, in kazoo's layout.
+	recipeKazooLock      = "kazoo-lock"      // a Lock's, a WriteLock's alone, an Election's
+	recipeKazooRWLock    = "kazoo-rwlock"    // ReadLock's and WriteLock's
+	recipeKazooSemaphore = "kazoo-semaphore" // a Semaphore's pool and its lock
+	recipeKazooElection  = "kazoo-election"  // a kazoo-lock read as an Election's, on request
+
+	// A path that holds the nodes of two recipes, of two layouts as a
+	// rule (see readings).
+	recipeMixed = "mixed"
+)
+
+// Layouts of a node.
+const (
+	layoutCurator = "curator" // Apache Curator's, zklock's default
+	layoutKazoo   = "kazoo"
 )
 
 // Roles of a participant.
@@ -38,20 +54,27 @@ const (
 // queueView is what inspect shows of a lock; its JSON form is documented
 // in the package documentation and must stay stable.
 type queueView struct {
-	Path    string     `json:"path"`
-	Recipe  string     `json:"recipe"`
-	Exists  bool       `json:"exists"`
-	Holders int        `json:"holders"`
-	Waiters int        `json:"waiters"`
-	Others  []string   `json:"others,omitempty"` // children that are not lock nodes
-	Leader  *string    `json:"leader,omitempty"` // a latch's leader's id, when it has one
-	Nodes   []nodeView `json:"nodes"`
+	Path    string   `json:"path"`
+	Recipe  string   `json:"recipe"`
+	Exists  bool     `json:"exists"`
+	Holders int      `json:"holders"`
+	Waiters int      `json:"waiters"`
+	Others  []string `json:"others,omitempty"` // children that are not lock nodes
+	Leader  *string  `json:"leader,omitempty"` // a latch's leader's id, when it has one
+	// Readings are the recipes of a mixed path, one per reading, in the
+	// order of Nodes.
+	Readings []string `json:"readings,omitempty"`
+	// MaxLeases is a kazoo Semaphore's max_leases, its pool's data, if
+	// that is a number.
+	MaxLeases *int       `json:"max_leases,omitempty"`
+	Nodes     []nodeView `json:"nodes"`
 }
 
 // nodeView is one participant of a lock.
 type nodeView struct {
 	Position int       `json:"position"`
 	Queue    string    `json:"queue"`
+	Layout   string    `json:"layout,omitempty"` // curator | kazoo; omitted for a node of no known layout
 	Kind     string    `json:"kind"`
 	Role     string    `json:"role"`
 	Name     string    `json:"name"`
@@ -97,6 +120,9 @@ type listing struct {
 	children []string
 	sem      *semNodes // nil unless the path is a Semaphore's
 	dirs     [2]dir    // the leases and locks nodes, as listed, if children holds a leases node
+	// kazoo is the listing of the kazoo Lock PATH-__lock__, beside the
+	// path, if children holds a kazoo Semaphore's lease (see kazooPool).
+	kazoo *dir
 }
 
 // semNodes are the children of a Semaphore's leases and locks nodes.
@@ -156,6 +182,14 @@ func listWith(lock string, ls lister) (*listing, []<-chan zk.Event, error) {
 	}
 	l := &listing{exists: exists, children: slices.Sorted(slices.Values(children))}
 	chans := []<-chan zk.Event{ch}
+	if slices.ContainsFunc(children, layout.IsKazooLease) {
+		names, ok, ch, err := ls(layout.KazooSemaphoreLock(lock))
+		if err != nil {
+			return l, nil, err // read as no kazoo Semaphore's
+		}
+		l.kazoo = &dir{ok, slices.Sorted(slices.Values(names))}
+		chans = append(chans, ch)
+	}
 	if !slices.Contains(children, leasesNode) {
 		return l, chans, nil
 	}
@@ -177,11 +211,19 @@ func listWith(lock string, ls lister) (*listing, []<-chan zk.Event, error) {
 // same reports whether l and o list the same nodes.
 func (l *listing) same(o *listing) bool {
 	eq := func(a, b dir) bool { return a.exists == b.exists && slices.Equal(a.children, b.children) }
-	return eq(dir{l.exists, l.children}, dir{o.exists, o.children}) && eq(l.dirs[0], o.dirs[0]) && eq(l.dirs[1], o.dirs[1])
+	kazoo := func(d *dir) dir {
+		if d == nil {
+			return dir{}
+		}
+		return *d
+	}
+	return eq(dir{l.exists, l.children}, dir{o.exists, o.children}) && eq(l.dirs[0], o.dirs[0]) && eq(l.dirs[1], o.dirs[1]) &&
+		eq(kazoo(l.kazoo), kazoo(o.kazoo))
 }
 
-// detect names the recipe whose layout children, a lock path's, belong
-// to; semaphore says that the path is a Semaphore's (see list).
+// detect names the recipe of Curator's layout whose nodes children, a
+// lock path's, are; semaphore says that the path is a Semaphore's (see
+// list). kazoo's nodes are read apart (see readings).
 func detect(children []string, semaphore bool) string {
 	has := func(sub string) bool {
 		return slices.ContainsFunc(children, func(ch string) bool { return strings.Contains(ch, sub) })
@@ -203,19 +245,37 @@ func detect(children []string, semaphore bool) string {
 
 // isLock reports whether recipe is one of a lock (list's recipes).
 func isLock(recipe string) bool {
-	return recipe == recipeMutex || recipe == recipeLatch || recipe == recipeRWLock || recipe == recipeSemaphore
+	switch recipe {
+	case recipeMutex, recipeLatch, recipeRWLock, recipeSemaphore,
+		recipeKazooLock, recipeKazooRWLock, recipeKazooSemaphore, recipeMixed:
+		return true
+	}
+	return false
 }
 
 // beside returns the nodes l lists that are not named as the nodes of
-// the lock, whose recipe is given, as paths relative to the lock path:
+// the locks it reads (see readings), as paths relative to the lock path:
 // where a walk goes on below a lock that could not be read.
-func (l *listing) beside(recipe string) []string {
-	if l.sem == nil {
-		marks := map[string][]string{recipeMutex: {lockMark}, recipeLatch: {"latch-"},
-			recipeRWLock: {layout.ReadLockName, layout.WriteLockName}}[recipe]
-		return slices.DeleteFunc(slices.Clone(l.children), func(n string) bool { return isLockNode(n, marks...) })
+func (l *listing) beside() []string {
+	rs, out := readings(l)
+	out = slices.Clone(out)
+	for _, r := range rs {
+		switch r.recipe {
+		case recipeSemaphore:
+			out = append(out, l.semBeside(r.names)...)
+		case recipeMutex, recipeLatch, recipeRWLock:
+			marks := map[string][]string{recipeMutex: {lockMark}, recipeLatch: {"latch-"},
+				recipeRWLock: {layout.ReadLockName, layout.WriteLockName}}[r.recipe]
+			out = append(out, slices.DeleteFunc(slices.Clone(r.names), func(n string) bool { return isLockNode(n, marks...) })...)
+		}
 	}
-	out := slices.DeleteFunc(slices.Clone(l.children), func(n string) bool { return n == leasesNode || n == locksNode })
+	return out
+}
+
+// semBeside is beside for a Semaphore's reading of names, the path's
+// children: those beside its leases and locks nodes, and inside them.
+func (l *listing) semBeside(names []string) []string {
+	out := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == leasesNode || n == locksNode })
 	for _, sub := range []struct {
 		dir, mark string
 		names     []string
@@ -245,33 +305,50 @@ func (l *listing) mayBeMutex() []string {
 // view reads the lock's queue once, from l, the lock path as listed by
 // the caller (so that a watch set on it misses no later change): a node
 // read each, and for a semaphore a listing of its leases and of its
-// acquirers.
+// acquirers. A path with the nodes of two recipes is read in each (see
+// readings), Curator's first.
 func (in *inspector) view(ctx context.Context, l *listing) (*queueView, error) {
 	v := &queueView{Path: in.path, Recipe: recipeNone, Exists: l.exists, Nodes: []nodeView{}}
 	if !l.exists {
 		return v, nil
 	}
-	v.Recipe = detect(l.children, l.sem != nil)
-	children := l.children
-	var err error
-	switch v.Recipe {
-	case recipeMutex:
-		err = in.firstHolds(ctx, v, children, lockMark, "lock")
-	case recipeLatch:
-		err = in.firstHolds(ctx, v, children, "latch-", "latch")
-		setLeader(v)
-	case recipeRWLock:
-		err = in.rwlock(ctx, v, children)
-	case recipeSemaphore:
-		err = in.semaphore(ctx, v, children)
-	case recipeUnknown:
-		err = in.unknown(ctx, v, children)
+	rs, rest := readings(l)
+	v.Recipe = recipeOf(rs)
+	v.Others = append(v.Others, rest...)
+	for _, r := range rs {
+		if len(rs) > 1 {
+			v.Readings = append(v.Readings, r.recipe)
+		}
+		if err := in.readAs(ctx, v, l, r); err != nil {
+			return nil, err
+		}
 	}
-	if err != nil {
-		return nil, err
+	if v.Recipe == recipeLatch {
+		setLeader(v)
 	}
 	v.count()
 	return v, nil
+}
+
+// readAs adds to v the nodes of the reading r of the lock path l lists.
+func (in *inspector) readAs(ctx context.Context, v *queueView, l *listing, r reading) error {
+	switch r.recipe {
+	case recipeMutex:
+		return in.firstHolds(ctx, v, r.names, lockMark, "lock")
+	case recipeLatch:
+		return in.firstHolds(ctx, v, r.names, "latch-", "latch")
+	case recipeRWLock:
+		return in.rwlock(ctx, v, r.names)
+	case recipeSemaphore:
+		return in.semaphore(ctx, v, r.names)
+	case recipeUnknown:
+		return in.unknown(ctx, v, r.names)
+	case recipeKazooLock, recipeKazooRWLock:
+		return in.kazoo(ctx, v, r.names, r.recipe == recipeKazooRWLock)
+	case recipeKazooSemaphore:
+		return in.kazooSemaphore(ctx, v, r.names, l.kazoo.children)
+	}
+	return nil
 }
 
 // count counts v's holders and waiters. A semaphore's waiters are its
@@ -282,7 +359,7 @@ func (v *queueView) count() {
 		switch {
 		case n.Role == roleHolder:
 			v.Holders++
-		case n.Role == roleWaiter && (v.Recipe != recipeSemaphore || n.Queue == locksNode):
+		case n.Role == roleWaiter && n.Kind != "lease":
 			v.Waiters++
 		}
 	}
@@ -328,8 +405,9 @@ func isLockNode(name string, marks ...string) bool {
 func (in *inspector) firstHolds(ctx context.Context, v *queueView, children []string, mark, kind string) error {
 	names, others := lockNodes(children, zklock.StandardDriver{}, mark)
 	v.Others = append(v.Others, others...)
+	start := len(v.Nodes) // the nodes of another reading before these
 	for _, name := range names {
-		if err := in.add(ctx, v, "lock", kind, name, roleOf(len(v.Nodes) == 0)); err != nil {
+		if err := in.add(ctx, v, "lock", kind, name, roleOf(len(v.Nodes) == start)); err != nil {
 			return err
 		}
 	}
@@ -346,20 +424,29 @@ func setLeader(v *queueView) {
 
 // asSelector reads v, a lock's queue, as an election's: a mutex layout is
 // a Selector's (Curator's LeaderSelector: a mutex on the election's path),
-// whose holder leads; a latch has its leader already; a free or missing
-// lock has none. Other recipes have no leader: an error.
+// whose holder leads, and a kazoo Lock's a kazoo Election's; a latch has
+// its leader already; a free or missing lock has none. Other recipes
+// have no leader, and a mixed path's holders do not exclude each other:
+// an error.
 func asSelector(v *queueView) error {
 	switch v.Recipe {
 	case recipeMutex:
 		v.Recipe = recipeSelector
 		setLeader(v)
+	case recipeKazooLock:
+		v.Recipe = recipeKazooElection
+		setLeader(v)
 	case recipeLatch, recipeNone:
+	case recipeMixed:
+		what, readings := v.mixed()
+		return fmt.Errorf("%s holds the nodes of %s (%s), whose holders do not exclude each other: no one leader (see 'zklock inspect %s')",
+			v.Path, what, readings, v.Path)
 	default:
 		what := "a " + v.Recipe
 		if v.Recipe == recipeUnknown {
 			what = "of no layout zklock knows"
 		}
-		return fmt.Errorf("%s is %s, not an election: only a latch (Election, LeaderLatch) or a Selector (LeaderSelector, a mutex's layout) has a leader",
+		return fmt.Errorf("%s is %s, not an election: only a latch (Election, LeaderLatch), a Selector (LeaderSelector, a mutex's layout) or a kazoo Election (a kazoo Lock's layout) has a leader",
 			v.Path, what)
 	}
 	return nil
@@ -421,7 +508,7 @@ func markDowngrades(v *queueView) {
 // not stored, so every lease holds, except those its internal lock's
 // holder created after taking it: that acquirer is still waiting for them
 // to be granted. The path's other children (another lock's path below it)
-// are not lock nodes.
+// are not lock nodes. v holds no node yet (Curator's reading comes first).
 func (in *inspector) semaphore(ctx context.Context, v *queueView, children []string) error {
 	for _, ch := range children {
 		if ch != leasesNode && ch != locksNode {
@@ -502,15 +589,35 @@ func roleOf(held bool) string {
 }
 
 // add reads the node name of queue (a child of the lock, or of its
-// leases or locks node) and appends it to v. A node gone meanwhile is
-// left out; a node that is not ephemeral is not a participant (lock nodes
-// are ephemeral): it goes to v.Others.
+// leases or locks node), of Curator's layout, and appends it to v, as
+// addNode does.
 func (in *inspector) add(ctx context.Context, v *queueView, queue, kind, name, role string) error {
 	dir := in.path
 	if queue != "lock" {
 		dir = path.Join(in.path, queue)
 	}
-	p := path.Join(dir, name)
+	lay := layoutCurator
+	if kind == "unknown" {
+		lay = ""
+	}
+	return in.addNode(ctx, v, nodeSpec{dir: dir, queue: queue, kind: kind, name: name, role: role, layout: lay})
+}
+
+// nodeSpec is a node for addNode to read: its directory and name, and
+// what the reading of its lock says of it.
+type nodeSpec struct {
+	dir, name, queue, kind, role, layout string
+	// persistent says that a node that is not ephemeral takes part (a
+	// kazoo contender made with acquire(ephemeral=False)).
+	persistent bool
+}
+
+// addNode reads the node n and appends it to v, at the next position of
+// its queue and layout. A node gone meanwhile is left out; a node that is
+// not ephemeral is not a participant (lock nodes are ephemeral, unless
+// n.persistent): it goes to v.Others.
+func (in *inspector) addNode(ctx context.Context, v *queueView, n nodeSpec) error {
+	p := path.Join(n.dir, n.name)
 	data, stat, err := in.c.Get(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
@@ -518,20 +625,20 @@ func (in *inspector) add(ctx context.Context, v *queueView, queue, kind, name, r
 	if err != nil {
 		return opError("read", p, err)
 	}
-	if stat.EphemeralOwner == 0 {
+	if stat.EphemeralOwner == 0 && !n.persistent {
 		v.Others = append(v.Others, strings.TrimPrefix(p, in.path+"/"))
 		return nil
 	}
 	created := time.UnixMilli(stat.Ctime).UTC()
 	pos := 0
-	for _, n := range v.Nodes {
-		if n.Queue == queue {
+	for _, o := range v.Nodes {
+		if o.Queue == n.queue && o.Layout == n.layout {
 			pos++
 		}
 	}
 	owner := ownerText(data)
 	v.Nodes = append(v.Nodes, nodeView{
-		Position: pos, Queue: queue, Kind: kind, Role: role, Name: name, Path: p,
+		Position: pos, Queue: n.queue, Layout: n.layout, Kind: n.kind, Role: n.role, Name: n.name, Path: p,
 		Session: fmt.Sprintf("0x%x", stat.EphemeralOwner), Owner: owner, Revoked: isRevoked(owner),
 		Created: created, AgeMS: time.Since(created).Milliseconds(), Token: stat.Czxid,
 		session: stat.EphemeralOwner,

@@ -67,14 +67,70 @@ func TestSemaphoreLayout(t *testing.T) {
 // named as its own.
 func TestListingBeside(t *testing.T) {
 	l := &listing{children: []string{"_c_a-lock-0000000001", "lock-dir", "sub"}}
-	assert.Equal(t, []string{"lock-dir", "sub"}, l.beside(recipeMutex))
+	assert.Equal(t, []string{"lock-dir", "sub"}, l.beside())
 	l = &listing{children: []string{"_c_a-__READ__0000000001", "_c_a-__WRIT__0000000002", "sub"}}
-	assert.Equal(t, []string{"sub"}, l.beside(recipeRWLock))
+	assert.Equal(t, []string{"sub"}, l.beside())
 	l = &listing{children: []string{"inner", "leases", "locks"}, sem: &semNodes{
 		leases: []string{"_c_a-lease-0000000001", "deep"},
 		locks:  []string{"_c_b-lock-0000000002", "x"},
 	}}
-	assert.Equal(t, []string{"inner", "leases/deep", "locks/x"}, l.beside(recipeSemaphore))
+	assert.Equal(t, []string{"inner", "leases/deep", "locks/x"}, l.beside())
+	l = &listing{children: []string{kazooW1, kazooR2, "sub"}}
+	assert.Equal(t, []string{"sub"}, l.beside())
+	l = &listing{children: []string{"_c_a-lock-0000000001", kazooW1, "sub"}} // mixed
+	assert.Equal(t, []string{"sub"}, l.beside())
+	l = &listing{children: []string{kazooLease, "sub"}, kazoo: &dir{exists: true}}
+	assert.Equal(t, []string{"sub"}, l.beside())
+}
+
+// kazoo contenders, and leases beside an existing kazoo Semaphore lock.
+const (
+	kazooW1    = "0123456789abcdef0123456789abcdef__lock__0000000001"
+	kazooR2    = "fedcba9876543210fedcba9876543210__rlock__0000000002"
+	kazooLease = "00112233445566778899aabbccddeeff"
+)
+
+// A path is read in each layout whose nodes it holds: Curator's, a kazoo
+// lock's, a kazoo Semaphore's, each apart (a mix-up), so that no held
+// lock hides behind another layout's.
+func TestReadings(t *testing.T) {
+	const mutex, sub = "_c_a-lock-0000000001", "sub"
+	pool := &dir{exists: true}
+	for _, tc := range []struct {
+		name     string
+		l        listing
+		recipes  []string
+		rest     []string
+		recipeOf string
+	}{
+		{"free", listing{}, []string{recipeNone}, nil, recipeNone},
+		{"a container", listing{children: []string{sub}}, []string{recipeUnknown}, nil, recipeUnknown},
+		{"a Curator mutex", listing{children: []string{mutex, sub}}, []string{recipeMutex}, nil, recipeMutex},
+		{"a kazoo Lock", listing{children: []string{kazooW1, sub}}, []string{recipeKazooLock}, []string{sub}, recipeKazooLock},
+		{"a kazoo ReadLock", listing{children: []string{kazooR2}}, []string{recipeKazooRWLock}, nil, recipeKazooRWLock},
+		{"kazoo readers and writers", listing{children: []string{kazooW1, kazooR2}}, []string{recipeKazooRWLock}, nil, recipeKazooRWLock},
+		{"a kazoo Semaphore", listing{children: []string{kazooLease, sub}, kazoo: pool}, []string{recipeKazooSemaphore}, []string{sub}, recipeKazooSemaphore},
+		{"a lease's name without the Semaphore's lock", listing{children: []string{kazooLease}, kazoo: &dir{}}, []string{recipeUnknown}, nil, recipeUnknown},
+		{"Curator's and kazoo's", listing{children: []string{mutex, kazooW1, sub}}, []string{recipeMutex, recipeKazooLock}, nil, recipeMixed},
+		{"a Curator Semaphore and kazoo's", listing{children: []string{"leases", "locks", kazooR2}, sem: &semNodes{}},
+			[]string{recipeSemaphore, recipeKazooRWLock}, nil, recipeMixed},
+	} {
+		rs, rest := readings(&tc.l)
+		var recipes []string
+		for _, r := range rs {
+			recipes = append(recipes, r.recipe)
+		}
+		assert.Equal(t, tc.recipes, recipes, tc.name)
+		assert.Equal(t, tc.rest, rest, tc.name)
+		assert.Equal(t, tc.recipeOf, recipeOf(rs), tc.name)
+	}
+}
+
+// kazoo's contenders sort by sequence as text, whatever their prefix and
+// kind; past 2^31 a sequence is negative and sorts first.
+func TestKazooOrder(t *testing.T) {
+	neg := "aa__lock__-2147483648"
+	assert.Equal(t, []string{neg, kazooW1, kazooR2}, kazooOrder([]string{kazooR2, kazooW1, neg}))
 }
 
 // inspect -watch lists a lock on the Client and on its watch connection,
@@ -107,6 +163,19 @@ func TestListingsAgree(t *testing.T) {
 		assert.Equal(t, tc.want, a.same(b), tc.name)
 		assert.Equal(t, tc.want, b.same(a), tc.name)
 	}
+	// A kazoo Semaphore's lock, beside the pool, is listed with it.
+	pool := map[string][]string{"/p": {kazooLease}, "/p-__lock__": {kazooW1}}
+	a, _, err := listWith("/p", tree(pool))
+	require.NoError(t, err)
+	assert.True(t, a.kazooPool())
+	b, _, err := listWith("/p", tree(map[string][]string{"/p": {kazooLease}, "/p-__lock__": {}}))
+	require.NoError(t, err)
+	assert.False(t, a.same(b), "an acquirer less")
+	b, _, err = listWith("/p", tree(map[string][]string{"/p": {kazooLease}}))
+	require.NoError(t, err)
+	assert.False(t, b.kazooPool(), "no lock beside the pool")
+	assert.False(t, a.same(b), "no lock beside the pool")
+
 	gone, _, err := listWith("/m", tree(nil))
 	require.NoError(t, err)
 	empty, _, err := listWith("/m", tree(map[string][]string{"/m": nil}))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,12 @@ Mutex.MakeRevocable, Curator's makeRevocable) are told, and decide.
 NODE is a node name as 'zklock inspect' shows it, a unique suffix of one
 (such as its sequence number), or the node's full path. Semaphore leases
 cannot be revoked: revoke refuses them (exit 1).
+
+A kazoo node (Python's kazoo: ..__lock__<seq>, ..__rlock__<seq>) gets the
+request all the same, and revoke says so: a kazoo process ignores it
+(kazoo has no revocation), while a zklock holder in kazoo's layout that
+called MakeRevocable honours it. kazoo's contenders() then lists
+"__REVOKE__" as that holder's identifier.
 
 Whether a holder is revocable cannot be seen in ZooKeeper, so revoke says
 only that it asked. With -wait D it waits up to D for the node to go, and
@@ -78,12 +85,19 @@ func (f *revokeFlags) revoke(args []string, stdout io.Writer) error {
 		return opError("revoke", nodePath, err)
 	}
 	fmt.Fprintf(stdout, "revocation requested: %s (%s)\n", nodePath, replaced)
+	if isKazooContender(path.Base(nodePath)) {
+		fmt.Fprintln(stdout, kazooRevokeNote)
+	}
 	if f.wait <= 0 {
 		fmt.Fprintln(stdout, "the holder releases only if it is revocable (-wait D tells)")
 		return nil
 	}
 	return f.awaitRelease(nodePath, stdout)
 }
+
+// kazooRevokeNote is what revoke says of a kazoo contender's node.
+const kazooRevokeNote = "this is a kazoo node: a kazoo process ignores revocation requests (kazoo has no revocation); " +
+	"a zklock holder that called MakeRevocable honours it"
 
 // replaced reads the node at p before revoke overwrites its data, and
 // says whose data that is: its owner and session. The revocation request
@@ -133,8 +147,10 @@ func (f *revokeFlags) awaitRelease(p string, stdout io.Writer) error {
 
 // findNode resolves node (a name, a unique suffix of a name, or a full
 // path) to the path of an existing child of lock. A semaphore's nodes are
-// refused: its leases are not revocable (neither zklock's Semaphore nor
-// Curator's InterProcessSemaphoreV2 listens for revocation).
+// refused: its leases are not revocable (neither zklock's Semaphore, nor
+// Curator's InterProcessSemaphoreV2, nor kazoo's Semaphore listens for
+// revocation). A kazoo contender beside a semaphore's nodes (a mix-up of
+// layouts) is a lock node.
 func findNode(ctx context.Context, c *zklock.Client, f *common, lock, node string) (string, error) {
 	l, err := (&inspector{c: c, common: f, path: lock}).list(ctx)
 	switch {
@@ -142,10 +158,20 @@ func findNode(ctx context.Context, c *zklock.Client, f *common, lock, node strin
 		return "", err
 	case !l.exists:
 		return "", noNode("lock path %s does not exist", lock)
-	case l.sem != nil:
-		return "", fmt.Errorf("node %s under %s: %s is a semaphore: semaphore leases cannot be revoked", node, lock, lock)
 	}
-	return matchNode(lock, node, l.children)
+	refused := fmt.Errorf("node %s under %s: %s is a semaphore: semaphore leases cannot be revoked", node, lock, lock)
+	if l.sem != nil {
+		kz := slices.DeleteFunc(slices.Clone(l.children), func(n string) bool { return !isKazooContender(n) })
+		if p, err := matchNode(lock, node, kz); err == nil {
+			return p, nil
+		}
+		return "", refused
+	}
+	p, err := matchNode(lock, node, l.children)
+	if err == nil && l.kazooPool() && layout.IsKazooLease(path.Base(p)) {
+		return "", refused
+	}
+	return p, err
 }
 
 // matchNode picks node among rels, the paths of a lock's nodes relative to
