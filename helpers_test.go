@@ -279,6 +279,8 @@ type faultConn struct {
 
 	beforeCreate func(p string) // guarded by mu; nil does nothing
 	beforeDelete func(p string) // guarded by mu; nil does nothing
+
+	multi func(ctx context.Context, real zklock.ZKConn, ops ...any) ([]zk.MultiResponse, error) // guarded by mu; nil passes through
 }
 
 func (f *faultConn) Create(ctx context.Context, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
@@ -332,18 +334,30 @@ func (f *faultConn) Children(ctx context.Context, p string) ([]string, *zk.Stat,
 	return f.ZKConn.Children(ctx, p)
 }
 
-// Multi passes through, after the create hook's path check: a hook that
-// must see every create of a path sees the guarded ones too.
+// Multi passes through, after the create hook's path check (a hook that
+// must see every create of a path sees the guarded ones too), unless a
+// multi hook is set.
 func (f *faultConn) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	f.mu.Lock()
-	before := f.beforeCreate
+	before, hook := f.beforeCreate, f.multi
 	f.mu.Unlock()
 	for _, op := range ops {
 		if cr, ok := op.(*zk.CreateRequest); ok && before != nil {
 			before(cr.Path)
 		}
 	}
+	if hook != nil {
+		return hook(ctx, f.ZKConn, ops...)
+	}
 	return f.ZKConn.Multi(ctx, ops...)
+}
+
+// setMulti sets the hook that every transaction goes through; nil passes
+// through.
+func (f *faultConn) setMulti(hook func(ctx context.Context, real zklock.ZKConn, ops ...any) ([]zk.MultiResponse, error)) {
+	f.mu.Lock()
+	f.multi = hook
+	f.mu.Unlock()
 }
 
 // setBeforeCreate runs hook with the path of every create, plain or in a

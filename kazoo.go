@@ -23,10 +23,12 @@ const (
 	LayoutCurator Layout = iota
 	// LayoutKazoo is kazoo's layout (Python, kazoo 2.x): a Mutex is a
 	// kazoo Lock, a ReadWriteLock kazoo's ReadLock and WriteLock, an
-	// Election or a Selector a kazoo Election. kazoo has no revocation:
-	// MakeRevocable and Revoke work between zklock processes only, and a
-	// kazoo holder ignores them. The Semaphore, the SemaphoreMutex and
-	// NewMultiLockPaths do not take it yet.
+	// Election or a Selector a kazoo Election, a Semaphore kazoo's
+	// Semaphore (with its max_leases rule: see [MaxLeasesError]), and a
+	// SemaphoreMutex a kazoo Semaphore of one lease. kazoo has no
+	// revocation: MakeRevocable and Revoke work between zklock processes
+	// only, and a kazoo holder ignores them. NewMultiLockPaths takes no
+	// options: build a MultiLock of kazoo Mutexes with NewMultiLock.
 	LayoutKazoo
 )
 
@@ -157,10 +159,12 @@ func (kazooDriver) checkLayout(base string, children []string) error {
 }
 
 // kazooProtected reports whether name is a kazoo contender's node with its
-// creator's prefix, "<32 hex digits><kind><seq>": such a name, like a
-// Curator-protected one, is never used twice.
+// creator's prefix, "<32 hex digits><kind><seq>", or a kazoo Semaphore's
+// lease, "<32 hex digits>": such a name, like a Curator-protected one, is
+// never used twice.
 func kazooProtected(name string) bool {
-	if _, _, ok := layout.ParseKazoo(name); !ok || len(name) < 32 {
+	_, _, contender := layout.ParseKazoo(name)
+	if len(name) < 32 || !contender && len(name) != 32 {
 		return false
 	}
 	for i := 0; i < 32; i++ {

@@ -242,8 +242,8 @@ func TestIntegration_KazooElection(t *testing.T) {
 }
 
 // WithLayout's bad input: an unknown layout, a layout beside a Driver,
-// and the recipes that do not take kazoo's layout yet, each refused with
-// ErrInvalidArgument naming the path.
+// each refused with ErrInvalidArgument naming the path, by every recipe
+// that takes a layout.
 func TestIntegration_WithLayoutInput(t *testing.T) {
 	t.Parallel()
 	c := setup(t).client()
@@ -254,13 +254,13 @@ func TestIntegration_WithLayoutInput(t *testing.T) {
 	_, err = zklock.NewMutex(c, "/l", zklock.WithLayout(zklock.LayoutKazoo), zklock.WithDriver(zklock.StandardDriver{}))
 	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "cannot be combined with WithDriver")
-	_, err = zklock.NewSemaphore(c, "/s", 2, zklock.WithLayout(zklock.LayoutKazoo))
+	_, err = zklock.NewSemaphore(c, "/s", 2, zklock.WithLayout(zklock.Layout(-1)))
 	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "/s")
-	assert.Contains(t, err.Error(), "not supported by semaphores")
-	_, err = zklock.NewSemaphoreMutex(c, "/s", zklock.WithLayout(zklock.LayoutKazoo))
+	assert.Contains(t, err.Error(), "unknown layout")
+	_, err = zklock.NewSemaphoreMutex(c, "/s", zklock.WithLayout(zklock.Layout(2)))
 	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
-	assert.Contains(t, err.Error(), "not supported by semaphores")
+	assert.Contains(t, err.Error(), "/s")
 	assert.Equal(t, "kazoo", zklock.LayoutKazoo.String())
 	assert.Equal(t, "curator", zklock.LayoutCurator.String())
 }

@@ -7,10 +7,12 @@ import (
 	"math"
 	pathpkg "path"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock/internal/layout"
 )
 
 // leaseName is the name of lease nodes before their sequence number, as
@@ -29,18 +31,30 @@ const leaseName = "lease-"
 // any goroutine may release it. As in Curator, nothing checks
 // that every process uses the same maxLeases; a lease is granted while the
 // leases node has at most maxLeases children, whoever made them.
+//
+// With [WithLayout](LayoutKazoo) it is kazoo's Semaphore instead: a kazoo
+// Lock at path + "-__lock__" orders the acquirers; the one at its head
+// counts the children of path, the pool, and while fewer than maxLeases
+// are there it adds its lease, a node path/<uuid hex>, and gives the lock
+// up. The pool node holds maxLeases in decimal, and an acquire whose
+// maxLeases differs from the number the pool holds fails with a
+// [*MaxLeasesError], as kazoo refuses it. Leases are granted to the head
+// of the queue only: a lease freed while the head waits for n > 1 of them
+// is not taken by one queued behind it.
 type Semaphore struct {
 	// Written once by NewSemaphore, read-only after.
 	c         *Client
 	path      string // as given, relative to the namespace
-	leases    string // full ZooKeeper path of the leases node
+	leases    string // full ZooKeeper path of the leases node (in kazoo's layout, the pool: path itself)
 	maxLeases int
 	data      []byte        // lease node data
-	lock      lockInternals // the internal lock at path/locks
+	lock      lockInternals // the internal lock at path/locks (in kazoo's layout, a kazoo Lock at path-__lock__)
 	kind      Recipe        // what its events say it is: RecipeSemaphore, or RecipeSemaphoreMutex
 	maxHold   time.Duration // WithMaxHold's bound of each lease; 0 for none
+	layout    Layout        // its nodes' layout
 
-	live liveCounter // leases that stand: the Semaphore's own count, or a SemaphoreMutex's lockCount
+	live   liveCounter // leases that stand: the Semaphore's own count, or a SemaphoreMutex's lockCount
+	pooled atomic.Bool // kazoo's layout: the pool was checked (see ensurePool)
 }
 
 // Lease is one lease of a Semaphore: a hold of one lease node, with the
@@ -55,20 +69,17 @@ type Lease struct {
 }
 
 // NewSemaphore returns a Semaphore of maxLeases leases on path, relative
-// to the Client's namespace. [WithLockData] sets the data of lease nodes
-// and [WithMaxHold] bounds each lease; [WithDriver] is refused, and so is
-// [WithLayout] with kazoo's layout (not supported by semaphores yet). It
-// returns ErrInvalidArgument for maxLeases
-// outside 1..2^31-1 (ZooKeeper counts children and sequence numbers in an
-// int32), and ErrInvalidPath for a bad path. It does no I/O.
+// to the Client's namespace. [WithLockData] sets the data of lease nodes,
+// [WithMaxHold] bounds each lease, and [WithLayout] chooses Curator's
+// layout (the default) or kazoo's; [WithDriver] is refused. It returns
+// ErrInvalidArgument for maxLeases outside 1..2^31-1 (ZooKeeper counts
+// children and sequence numbers in an int32), and ErrInvalidPath for a
+// bad path. It does no I/O.
 func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*Semaphore, error) {
 	if maxLeases < 1 || maxLeases > math.MaxInt32 {
 		return nil, wrapf(ErrInvalidArgument, "semaphore %s: maxLeases %d is outside [1, %d]", quotePath(path), maxLeases, math.MaxInt32)
 	}
 	o, err := parseLockOptions("semaphore", path, opts, false)
-	if err == nil && o.layout != LayoutCurator {
-		err = errorf(ErrInvalidArgument, "semaphore %s: WithLayout(%v) is not supported by semaphores yet", quotePath(path), o.layout)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -76,22 +87,19 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 	if err != nil {
 		return nil, err
 	}
-	leases := pathpkg.Join(path, "leases")
-	if err := checkRequest("semaphore", path, c.fullPath(leases), data); err != nil {
+	s := &Semaphore{kind: RecipeSemaphore, maxHold: o.maxHold, c: c, path: path, maxLeases: maxLeases, data: data,
+		layout: o.layout, live: new(atomic.Int32)}
+	leases, lease := pathpkg.Join(path, "leases"), ""
+	s.lock = lockInternals{c: c, basePath: c.fullPath(pathpkg.Join(path, "locks")), lockName: "lock-", driver: StandardDriver{}, maxLeases: 1}
+	if o.layout == LayoutKazoo {
+		leases, lease = path, "/"+strings.Repeat("0", 32)
+		s.lock = lockInternals{c: c, basePath: c.fullPath(path + kazooLockSuffix), lockName: layout.KazooLockName, driver: kazooLock, maxLeases: 1}
+	}
+	if err := checkRequest("semaphore", path, c.fullPath(leases)+lease, data); err != nil {
 		return nil, err
 	}
-	return &Semaphore{
-		kind:      RecipeSemaphore,
-		maxHold:   o.maxHold,
-		c:         c,
-		path:      path,
-		leases:    c.fullPath(leases),
-		maxLeases: maxLeases,
-		data:      data,
-		lock: lockInternals{c: c, basePath: c.fullPath(pathpkg.Join(path, "locks")),
-			lockName: "lock-", driver: StandardDriver{}, maxLeases: 1},
-		live: new(atomic.Int32),
-	}, nil
+	s.leases = c.fullPath(leases)
+	return s, nil
 }
 
 // Acquire blocks until a lease is granted, ctx is done, or the Client is
@@ -141,8 +149,10 @@ func (s *Semaphore) ReturnAll(leases []*Lease) error {
 	return errors.Join(errs...)
 }
 
-// Participants returns the names of the lease nodes in sequence order. It
-// is empty if the semaphore has never been used (where Curator throws).
+// Participants returns the names of the lease nodes in sequence order
+// (in kazoo's layout, whose leases have no order, in name order: every
+// child of the pool). It is empty if the semaphore has never been used
+// (where Curator throws).
 func (s *Semaphore) Participants(ctx context.Context) ([]string, error) {
 	if err := s.usable(ctx, "participants"); err != nil {
 		return nil, err
@@ -240,6 +250,9 @@ func (s *Semaphore) acquireOnceTry(ctx context.Context, n int, try bool, to gran
 // the session means losing the lease nodes too, which the wait notices.
 // The leases go to to.
 func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, to grantTo) ([]*Lease, error) {
+	if s.layout == LayoutKazoo {
+		return s.acquireKazoo(ctx, n, try, to)
+	}
 	c := s.c
 	lock, _, err := s.lock.acquire(ctx, acquireReq{data: c.opts.nodeData, try: try})
 	if err != nil {

@@ -1,0 +1,182 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// MaxLeasesError is the error of an acquire on a [Semaphore] in kazoo's
+// layout whose pool node records another number of leases than the
+// Semaphore's maxLeases: kazoo's "Inconsistent max leases", refused
+// before anything is created. Every process of a kazoo semaphore must use
+// one max_leases; to change it, delete the pool node while no lease is
+// out. errors.Is sees ErrInvalidArgument in it.
+type MaxLeasesError struct {
+	Path      string // the semaphore's path (its pool node), relative to the namespace
+	MaxLeases int    // this Semaphore's maxLeases
+	Stored    int    // the number the pool node holds
+}
+
+// Error says what the pool holds and what the Semaphore has.
+func (e *MaxLeasesError) Error() string {
+	return fmt.Sprintf("%sinconsistent max leases: the pool %s holds %d, this Semaphore has %d (every process of a kazoo semaphore must use the same max_leases)",
+		msgPrefix, e.Path, e.Stored, e.MaxLeases)
+}
+
+// Is reports whether target is ErrInvalidArgument: the Semaphore was
+// made with a size that the pool refuses.
+func (e *MaxLeasesError) Is(target error) bool { return target == ErrInvalidArgument }
+
+// kazooLockSuffix is what kazoo's Semaphore appends to its path for the
+// path of the lock that orders its acquirers.
+const kazooLockSuffix = "-__lock__"
+
+// acquireKazoo is acquireOnce in kazoo's layout (kazoo's Semaphore): it
+// checks the pool (see ensurePool), takes the kazoo Lock that orders the
+// acquirers, waits until the pool has room for n more leases, counting
+// every child as kazoo does, and creates them, each in one transaction
+// with a check that its lock node still stands, so that only the
+// acquirer at the head of the queue adds leases. The lock is given up
+// once the leases are made, or the acquire fails.
+func (s *Semaphore) acquireKazoo(ctx context.Context, n int, try bool, to grantTo) ([]*Lease, error) {
+	c := s.c
+	if err := s.ensurePool(ctx); err != nil {
+		return nil, err
+	}
+	lock, _, err := s.lock.acquire(ctx, acquireReq{data: c.opts.nodeData, try: try})
+	if err != nil {
+		return nil, err
+	}
+	// As acquireOnce does: the next acquirer waits for the delete's
+	// reply, our caller need not.
+	defer func() {
+		c.holds.drop(lock)
+		c.cleanup(func() { c.deleteLockNode(lock) })
+	}()
+	w := waiter{c: c, lock: c.fullPath(s.path), session: lock.session, try: try}
+	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) { return s.decideKazoo(ctx, n) })
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := s.createKazooLeases(ctx, n, lock)
+	if err != nil {
+		return nil, err
+	}
+	for _, nd := range nodes {
+		nd.position = lock.position // its place in the queue of acquirers
+	}
+	return s.grant(nodes, snap, to)
+}
+
+// decideKazoo lists the pool once, with a watch: there is room for n
+// leases while the pool has at most maxLeases-n children, whatever they
+// are. A pool of Curator's layout (its "leases" and "locks" nodes) is
+// refused; a pool gone is made again on the next attempt.
+func (s *Semaphore) decideKazoo(ctx context.Context, n int) (verdict, error) {
+	l, err := retry(s.c, ctx, func() (leaseListing, error) {
+		l := s.listLeases(ctx)
+		return l, l.err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		s.pooled.Store(false)
+		return verdict{}, errNodeGone
+	}
+	if err != nil {
+		return verdict{}, err
+	}
+	if i := slices.IndexFunc(l.children, func(ch string) bool { return ch == "leases" || ch == "locks" }); i >= 0 {
+		return verdict{}, layoutMismatch(s.leases, LayoutKazoo, LayoutCurator, l.children[i])
+	}
+	return verdict{granted: len(l.children)+n <= s.maxLeases, watch: l.ch}, nil
+}
+
+// createKazooLeases creates n lease nodes "<uuid hex>" in the pool, each
+// guarded by the lock node (see acquireKazoo) and found again by its name
+// after a connection loss, as kazoo finds its lease. On failure it deletes
+// those it made; the lock node's loss is errNodeGone, to queue again.
+func (s *Semaphore) createKazooLeases(ctx context.Context, n int, lock *lockNode) ([]*lockNode, error) {
+	c := s.c
+	made := make([]*lockNode, 0, n)
+	for range n {
+		// The prefix is the whole name: the base after the pool is empty.
+		p, err := c.createIn(ctx, LayoutKazoo, s.leases+"/", s.data, zk.FlagEphemeral, lock.path)
+		if err != nil {
+			deleteNodes(ctx, c, made)
+			if errors.Is(err, ErrLockLost) {
+				return nil, errNodeGone
+			}
+			return nil, closedErr(err)
+		}
+		// A guarded create commits only while the lock node, of the
+		// lock's session, stands: the lease is of that session.
+		made = append(made, newLockNode(p, lock.session))
+	}
+	return made, nil
+}
+
+// ensurePool checks the pool node once per Semaphore, as kazoo checks it
+// once per Semaphore object: if it exists and holds a number (in decimal,
+// as Python's int reads it, spaces around allowed), that number must be
+// maxLeases, else the acquire fails with a *MaxLeasesError; data that is
+// no number is left unchecked, as kazoo leaves it. A missing pool is made,
+// PERSISTENT, holding maxLeases (kazoo makes it, then writes its size).
+func (s *Semaphore) ensurePool(ctx context.Context) error {
+	if s.pooled.Load() {
+		return nil
+	}
+	c := s.c
+	for range missingParentTries {
+		data, err := retry(c, ctx, func() ([]byte, error) {
+			d, _, err := c.zc.Get(ctx, s.leases)
+			return d, err
+		})
+		switch {
+		case err == nil:
+			if stored, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && stored != s.maxLeases {
+				return &MaxLeasesError{Path: s.path, MaxLeases: s.maxLeases, Stored: stored}
+			}
+			s.pooled.Store(true)
+			return nil
+		case !errors.Is(err, zk.ErrNoNode):
+			return err
+		}
+		if made, err := s.makePool(ctx); err != nil || made {
+			s.pooled.Store(made)
+			return err
+		}
+	}
+	return fmt.Errorf("semaphore pool %s was deleted as often as it was made: %w", s.path, zk.ErrNoNode)
+}
+
+// makePool creates the pool node holding maxLeases, and its missing
+// parents, PERSISTENT. It reports false if another process made it first.
+func (s *Semaphore) makePool(ctx context.Context) (bool, error) {
+	c := s.c
+	acl, err := c.aclFor(s.leases)
+	if err != nil {
+		return false, err
+	}
+	size := []byte(strconv.Itoa(s.maxLeases))
+	for range 2 {
+		_, err = retry(c, ctx, func() (string, error) { return c.zc.Create(ctx, s.leases, size, 0, acl) })
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, zk.ErrNodeExists): // made meanwhile, or by our create whose reply was lost: read it
+			return false, nil
+		case !errors.Is(err, zk.ErrNoNode):
+			return false, fmt.Errorf("create %s: %w", s.leases, err)
+		}
+		if err := c.mkdirsAs(ctx, path.Dir(s.leases), false); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
