@@ -3,7 +3,8 @@
 // [SemaphoreMutex], [MultiLock] and revocation ([Revoke]), and leader
 // election ([Election], [Selector]).
 // The znode layout is Curator's, so a Go process and a Java Curator process
-// exclude each other on the same path.
+// exclude each other on the same path; with [WithLayout](LayoutKazoo) it is
+// kazoo's, and a Go process and a Python kazoo process do.
 //
 // # Recipes
 //
@@ -187,7 +188,8 @@
 // Closing a Client made by Connect ends the session and so deletes the
 // node; closing a Client made by NewClient, whose connection and session
 // live on, waits for the delete (see [Client.Close]). Lock parents are
-// CONTAINER nodes that ZooKeeper removes once they are empty.
+// CONTAINER nodes that ZooKeeper removes once they are empty (in kazoo's
+// layout, PERSISTENT nodes, as kazoo makes them).
 //
 // # Logging and metrics
 //
@@ -277,6 +279,10 @@
 //	ReadWriteLock, read side    P/<uuidhex>__rlock__<seq10>     (ReadLock)         EPHEMERAL_SEQUENTIAL
 //	read while holding write    P/<uuidhex>__rlock__<seq10 of the own write node>  EPHEMERAL
 //	Election, Selector          P/<uuidhex>__lock__<seq10>      (kazoo's Election) EPHEMERAL_SEQUENTIAL
+//	Semaphore, internal lock    P-__lock__/<uuidhex>__lock__<seq10>  (a kazoo Lock) EPHEMERAL_SEQUENTIAL
+//	Semaphore, lease            P/<uuidhex>                     (kazoo's Semaphore) EPHEMERAL
+//	Semaphore, pool             P, holding max_leases in decimal                  PERSISTENT
+//	SemaphoreMutex              a Semaphore of one lease at P (Semaphore(max_leases=1))
 //	parents, created when missing, empty data                                     PERSISTENT
 //
 // <uuidhex> is a random version-4 UUID's 32 lower-case hex digits
@@ -295,8 +301,19 @@
 // as (the constructors refuse other data). Parents are persistent, as kazoo's ensure_path makes
 // them: a container reaped under a kazoo process would fail its next
 // create. A listing that shows the nodes of both layouts fails the
-// acquire with [ErrLayoutMismatch]. The Semaphore and the SemaphoreMutex
-// do not take kazoo's layout yet.
+// acquire with [ErrLayoutMismatch].
+//
+// The Semaphore is kazoo's: the acquirer at the head of the internal
+// lock's queue counts every child of the pool P, adds its leases while
+// fewer than max_leases are there, and gives the lock up; zklock creates
+// each lease in one transaction with a check of its lock node, so that an
+// acquirer that lost its place adds none. A pool that records another
+// max_leases than the Semaphore's refuses the acquire with a
+// [*MaxLeasesError], as kazoo refuses it (data that is no number is not
+// checked), and a pool that holds Curator's "leases" or "locks" nodes
+// with [ErrLayoutMismatch]. Lease data must be UTF-8 too, which kazoo's
+// lease_holders() decodes it as. kazoo has no revocation: a kazoo holder
+// ignores [Revoke].
 //
 // # ZooKeeper versions
 //

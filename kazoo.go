@@ -14,8 +14,8 @@ import (
 // Layout is the way a recipe lays its nodes out in ZooKeeper, which
 // decides the processes of which other libraries share its locks: a lock
 // excludes the processes that use the same layout on the same path, in
-// any language, and no others. See "Layouts" in the package doc for the
-// nodes of each.
+// any language, and no others. The package doc lists the nodes of each
+// ("Interoperability with Curator", "Interoperability with kazoo").
 type Layout int
 
 const (

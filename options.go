@@ -160,7 +160,9 @@ func WithNamespace(ns string) Option {
 // their parents alike, and the nodes of [Client.EnsurePath]. fn receives
 // the full ZooKeeper path of the node; for a lock or lease node, the path
 // as created, before ZooKeeper adds the sequence suffix and without
-// Curator's protection prefix (such as "/ns/locks/job/lock-"), so that
+// Curator's protection prefix (such as "/ns/locks/job/lock-"; in kazoo's
+// layout, without its uuid: "/ns/locks/job/__lock__", and for a kazoo
+// Semaphore's lease the pool's path and a slash, "/ns/pool/"), so that
 // one path stands for all of a lock's nodes. It must return a non-empty
 // ACL. The default is world:anyone with all permissions.
 func WithACL(fn func(path string) []zk.ACL) Option {
