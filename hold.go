@@ -289,6 +289,11 @@ type holdKey struct{ owner any }
 type lockID struct {
 	c              *Client
 	path, lockName string // full path of the lock's nodes' parent; their name
+	// variant tells apart locks whose nodes share path and name but not
+	// their predicate: kazoo's Lock and WriteLock both name theirs
+	// "__lock__", and a Lock counts no readers, so that a Lock's hold is
+	// no WriteLock's. "" for most.
+	variant string
 }
 
 // keyOf returns the key of owner's holds: its lockID, or for a MultiLock

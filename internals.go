@@ -33,6 +33,7 @@ type lockInternals struct {
 	c         *Client
 	basePath  string // full ZooKeeper path of the lock (namespace included)
 	lockName  string // name of our nodes before the sequence, such as "lock-"
+	variant   string // tells locks apart whose nodes share path and name (see lockID); "" for most
 	driver    Driver
 	maxLeases int
 	solo      *solo         // a Mutex's: lets an acquire alone skip the listing; nil for none
@@ -41,7 +42,7 @@ type lockInternals struct {
 
 // id identifies the lock li queues on (see lockID).
 func (li *lockInternals) id() lockID {
-	return lockID{li.c, li.basePath, li.lockName}
+	return lockID{li.c, li.basePath, li.lockName, li.variant}
 }
 
 // shortcuts reports which of the engine's shortcuts the driver allows (see
@@ -585,7 +586,9 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 	if err := checkLayout(li.driver, li.basePath, children); err != nil {
 		return verdict{}, err
 	}
-	children = sortUpTo(children, n.name, li.lockName, li.driver)
+	// Only the layout's contenders count, for the holder named and the
+	// position too (a kazoo Lock counts no readers).
+	children = sortUpTo(contenders(li.driver, children), n.name, li.lockName, li.driver)
 	if n.position < 0 {
 		n.position = len(children) - 1
 	}

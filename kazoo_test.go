@@ -330,3 +330,52 @@ func TestIntegration_KazooProtectedCreate(t *testing.T) {
 	assert.False(t, ok, "the other session's node was deleted")
 	require.NoError(t, h.Release())
 }
+
+// A kazoo Lock and a kazoo WriteLock name their nodes alike, but a Lock
+// counts no readers: a context that holds a Mutex in kazoo's layout does
+// not hold the write side of a ReadWriteLock on its path, and its write
+// Acquire does not re-enter while a reader reads; it queues.
+func TestIntegration_KazooMutexHoldIsNoWriteHold(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	kz := zklock.WithLayout(zklock.LayoutKazoo)
+	readers, err := zklock.NewReadWriteLock(e.client(), e.root+"/rw", kz)
+	require.NoError(t, err)
+	r, err := readers.ReadLock().Lock(context.Background())
+	require.NoError(t, err)
+	defer r.Release()
+
+	m := e.mutex(c, "/rw", kz)
+	h, err := m.Lock(context.Background()) // a kazoo Lock ignores the reader
+	require.NoError(t, err)
+	defer h.Release()
+	rw, err := zklock.NewReadWriteLock(c, e.root+"/rw", kz)
+	require.NoError(t, err)
+	assert.False(t, rw.WriteLock().IsOwnedBy(h.Context()))
+	ctx, cancel := context.WithTimeout(h.Context(), 300*time.Millisecond)
+	defer cancel()
+	_, err = rw.WriteLock().Acquire(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a writer waits while a reader reads")
+}
+
+// A waiting Mutex in kazoo's layout names as the holder the kazoo Lock
+// contender it waits for, not a reader queued before it, which a kazoo
+// Lock does not count.
+func TestIntegration_KazooMutexWaitNamesTheLockHolder(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	p := e.root + "/kazoo"
+	reader := kazooContender(t, e, p, "__rlock__", "py-reader")
+	holder := kazooContender(t, e, p, "__lock__", "py-holder")
+	m := e.mutex(e.client(), "/kazoo", zklock.WithLayout(zklock.LayoutKazoo))
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	_, err := m.Lock(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	he := holderAs(t, err)
+	assert.Equal(t, holder, he.Node)
+	assert.Equal(t, "py-holder", string(he.Data))
+	require.NoError(t, e.admin.Delete(holder, -1))
+	require.NoError(t, e.admin.Delete(reader, -1))
+}

@@ -89,14 +89,14 @@ func NewMutex(c *Client, path string, opts ...LockOption) (*Mutex, error) {
 	}
 	if o.layout == LayoutKazoo {
 		o.driver = kazooLock
-		return newMutex(c, path, layout.KazooLockName, 1, o)
+		return newMutex(c, path, layout.KazooLockName, "", 1, o)
 	}
-	return newMutex(c, path, "lock-", 1, o)
+	return newMutex(c, path, "lock-", "", 1, o)
 }
 
-// newMutex makes a Mutex from parsed options; a nil driver means
-// StandardDriver.
-func newMutex(c *Client, path, lockName string, maxLeases int, o lockOptions) (*Mutex, error) {
+// newMutex makes a Mutex from parsed options, of nodes named lockName and
+// the lockID variant variant; a nil driver means StandardDriver.
+func newMutex(c *Client, path, lockName, variant string, maxLeases int, o lockOptions) (*Mutex, error) {
 	data, err := c.recipeData("lock", path, o.data)
 	if err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func newMutex(c *Client, path, lockName string, maxLeases int, o lockOptions) (*
 	m := &Mutex{
 		c:    c,
 		path: path,
-		li:   lockInternals{c: c, basePath: c.fullPath(path), lockName: lockName, driver: o.driver, maxLeases: maxLeases},
+		li:   lockInternals{c: c, basePath: c.fullPath(path), lockName: lockName, variant: variant, driver: o.driver, maxLeases: maxLeases},
 		data: data,
 		kind: RecipeMutex,
 	}

@@ -56,11 +56,11 @@ func NewReadWriteLock(c *Client, path string, opts ...LockOption) (*ReadWriteLoc
 		rw.names, write, read = kazooRW, kazooWrite, kazooRead
 	}
 	o.driver = write
-	if rw.write, err = newMutex(c, path, rw.names.write, 1, o); err != nil {
+	if rw.write, err = newMutex(c, path, rw.names.write, rw.names.writeVariant, 1, o); err != nil {
 		return nil, err
 	}
 	o.driver = read
-	if rw.read, err = newMutex(c, path, rw.names.read, math.MaxInt32, o); err != nil {
+	if rw.read, err = newMutex(c, path, rw.names.read, "", math.MaxInt32, o); err != nil {
 		return nil, err
 	}
 	rw.write.kind, rw.read.kind = RecipeWrite, RecipeRead
@@ -72,13 +72,16 @@ func NewReadWriteLock(c *Client, path string, opts ...LockOption) (*ReadWriteLoc
 // rwNames are the node names of a read/write lock's two sides in one
 // layout, and how a node's sequence is read.
 type rwNames struct {
-	write, read string
-	seq         func(name string) string
+	write, read  string
+	seq          func(name string) string
+	writeVariant string // the write side's lockID variant
 }
 
 var (
-	curatorRW = rwNames{writeLockName, readLockName, rwSortKey}
-	kazooRW   = rwNames{layout.KazooLockName, layout.KazooReadName, kazooSeq}
+	curatorRW = rwNames{writeLockName, readLockName, rwSortKey, ""}
+	// kazoo's WriteLock names its nodes as its Lock does, and counts the
+	// readers a Lock ignores: a Mutex's hold is no write hold.
+	kazooRW = rwNames{layout.KazooLockName, layout.KazooReadName, kazooSeq, "write"}
 )
 
 // ReadLock returns the shared side of the lock, or nil for a

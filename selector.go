@@ -50,7 +50,7 @@ func NewSelector(c *Client, path, id string, opts ...LockOption) (*Selector, err
 	if id != "" {
 		o.data = []byte(id)
 	}
-	m, err := newMutex(c, path, li.lockName, 1, o)
+	m, err := newMutex(c, path, li.lockName, "", 1, o)
 	if err != nil {
 		return nil, err
 	}

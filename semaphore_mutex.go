@@ -120,7 +120,7 @@ func (m *SemaphoreMutex) IsAcquiredInThisProcess() bool {
 
 // mutexID identifies the lock of a SemaphoreMutex on s (see lockID).
 func (s *Semaphore) mutexID() lockID {
-	return lockID{s.c, s.leases, ""}
+	return lockID{c: s.c, path: s.leases}
 }
 
 // path returns the lock's path, "" for a SemaphoreMutex not made by
