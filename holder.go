@@ -49,7 +49,8 @@ type HolderError struct {
 	ThisProcess bool
 	// Leases and MaxLeases, for a Semaphore: the leases out when the
 	// holder was read, and the semaphore's size; Node is then the oldest
-	// lease. Both are 0 for other locks, a SemaphoreMutex's included.
+	// lease (in kazoo's layout, whose leases have no order, the first in
+	// name order). Both are 0 for other locks, a SemaphoreMutex's included.
 	Leases, MaxLeases int
 	Err               error // ErrLocked, or the acquire's context's error
 }
