@@ -563,7 +563,8 @@ func (li *lockInternals) wait(ctx context.Context, n *lockNode, req acquireReq, 
 }
 
 // decide asks the driver about n, from children if given, else from one
-// new listing. When n must wait, it watches the one node the driver names
+// new listing, of which only its layout's contenders count (a kazoo Lock
+// counts no readers), for the holder it names and n's position too. When n must wait, it watches the one node the driver names
 // (and, the first time, n itself, in the same round trip); if that node is
 // already gone, the verdict asks to decide again at once.
 //
@@ -586,8 +587,6 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 	if err := checkLayout(li.driver, li.basePath, children); err != nil {
 		return verdict{}, err
 	}
-	// Only the layout's contenders count, for the holder named and the
-	// position too (a kazoo Lock counts no readers).
 	children = sortUpTo(contenders(li.driver, children), n.name, li.lockName, li.driver)
 	if n.position < 0 {
 		n.position = len(children) - 1
