@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklock/zklock/internal/layout"
@@ -73,8 +74,9 @@ type Lease struct {
 // [WithMaxHold] bounds each lease, and [WithLayout] chooses Curator's
 // layout (the default) or kazoo's; [WithDriver] is refused. It returns
 // ErrInvalidArgument for maxLeases outside 1..2^31-1 (ZooKeeper counts
-// children and sequence numbers in an int32), and ErrInvalidPath for a
-// bad path. It does no I/O.
+// children and sequence numbers in an int32), and for lease data that is
+// not UTF-8 in kazoo's layout (kazoo reads it as text), and
+// ErrInvalidPath for a bad path. It does no I/O.
 func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*Semaphore, error) {
 	if maxLeases < 1 || maxLeases > math.MaxInt32 {
 		return nil, wrapf(ErrInvalidArgument, "semaphore %s: maxLeases %d is outside [1, %d]", quotePath(path), maxLeases, math.MaxInt32)
@@ -86,6 +88,9 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 	data, err := c.recipeData("semaphore", path, o.data)
 	if err != nil {
 		return nil, err
+	}
+	if o.layout == LayoutKazoo && !utf8.Valid(data) {
+		return nil, errorf(ErrInvalidArgument, "semaphore %s: kazoo's layout: lease data of %d bytes is not UTF-8, which kazoo's lease_holders() reads it as", quotePath(path), len(data))
 	}
 	s := &Semaphore{kind: RecipeSemaphore, maxHold: o.maxHold, c: c, path: path, maxLeases: maxLeases, data: data,
 		layout: o.layout, live: new(atomic.Int32)}

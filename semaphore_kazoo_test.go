@@ -349,3 +349,23 @@ func TestIntegration_KazooSemaphoreLeaseOnlyUnderTheLock(t *testing.T) {
 	require.NoError(t, a.err)
 	require.NoError(t, a.lease.Release())
 }
+
+// Lease data kazoo cannot read: its lease_holders() decodes every lease's
+// data as UTF-8, so a kazoo-layout Semaphore refuses data that is not,
+// naming the path, before any node is made; Curator's layout takes any
+// bytes.
+func TestIntegration_KazooLeaseDataMustBeUTF8(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	bin := zklock.WithLockData([]byte{0xff, 0xfe})
+	_, err := zklock.NewSemaphore(c, "/s", 2, zklock.WithLayout(zklock.LayoutKazoo), bin)
+	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "/s")
+	assert.Contains(t, err.Error(), "not UTF-8")
+	_, err = zklock.NewSemaphoreMutex(e.client(zklock.WithNodeData([]byte{0xff})), "/m", zklock.WithLayout(zklock.LayoutKazoo))
+	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "not UTF-8")
+	_, err = zklock.NewSemaphore(c, "/s", 2, bin)
+	require.NoError(t, err)
+}
