@@ -98,7 +98,7 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 	s.lock = lockInternals{c: c, basePath: c.fullPath(pathpkg.Join(path, "locks")), lockName: "lock-", driver: StandardDriver{}, maxLeases: 1}
 	if o.layout == LayoutKazoo {
 		leases, lease = path, "/"+strings.Repeat("0", 32)
-		s.lock = lockInternals{c: c, basePath: c.fullPath(path + kazooLockSuffix), lockName: layout.KazooLockName, driver: kazooLock, maxLeases: 1}
+		s.lock = lockInternals{c: c, basePath: c.fullPath(layout.KazooSemaphoreLock(path)), lockName: layout.KazooLockName, driver: kazooLock, maxLeases: 1}
 	}
 	if err := checkRequest("semaphore", path, c.fullPath(leases)+lease, data); err != nil {
 		return nil, err

@@ -7,9 +7,9 @@ import (
 	"path"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock/internal/layout"
 )
 
 // MaxLeasesError is the error of an acquire on a [Semaphore] in kazoo's
@@ -33,10 +33,6 @@ func (e *MaxLeasesError) Error() string {
 // Is reports whether target is ErrInvalidArgument: the Semaphore was
 // made with a size that the pool refuses.
 func (e *MaxLeasesError) Is(target error) bool { return target == ErrInvalidArgument }
-
-// kazooLockSuffix is what kazoo's Semaphore appends to its path for the
-// path of the lock that orders its acquirers.
-const kazooLockSuffix = "-__lock__"
 
 // acquireKazoo is acquireOnce in kazoo's layout (kazoo's Semaphore): it
 // checks the pool (see ensurePool), takes the kazoo Lock that orders the
@@ -139,7 +135,7 @@ func (s *Semaphore) ensurePool(ctx context.Context) error {
 		})
 		switch {
 		case err == nil:
-			if stored, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && stored != s.maxLeases {
+			if stored, ok := layout.KazooMaxLeases(data); ok && stored != s.maxLeases {
 				return &MaxLeasesError{Path: s.path, MaxLeases: s.maxLeases, Stored: stored}
 			}
 			s.pooled.Store(true)
