@@ -1,6 +1,8 @@
 package interop_test
 
 import (
+	"context"
+	"path"
 	"regexp"
 	"slices"
 	"testing"
@@ -9,8 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/integration_test/interop"
 	"github.com/zklock/zklock/internal/zktest"
+	kit "github.com/zklock/zklock/zktest"
 )
 
 // The kazoo peer alone: two kazoo processes on one path exclude each
@@ -238,4 +242,260 @@ func TestIntegration_KazooPeerErrors(t *testing.T) {
 	assert.Equal(t, "pong", k.Do("ping"))
 	assert.Equal(t, "CONNECTED", k.State())
 	assert.Contains(t, k.Versions, "kazoo=")
+}
+
+// ---- zklock and kazoo on one path
+
+// kazooMutex is a zklock Mutex in kazoo's layout on e.path, with data as
+// its nodes' data (kazoo's contenders() lists it).
+func kazooMutex(t *testing.T, e *env, data string) *zklock.Mutex {
+	t.Helper()
+	m, err := zklock.NewMutex(e.client, e.path, zklock.WithLayout(zklock.LayoutKazoo), zklock.WithLockData([]byte(data)))
+	require.NoError(t, err)
+	return m
+}
+
+// goLock is a zklock acquire (Lock, Campaign, ...) running on its own
+// goroutine, bounded by its context's timeout.
+type goLock struct {
+	done chan struct{}
+	hold *zklock.Hold // valid after done if err is nil
+	err  error
+}
+
+func startGoLock(lock func(context.Context) (*zklock.Hold, error), timeout time.Duration) *goLock {
+	g := &goLock{done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		g.hold, g.err = lock(ctx)
+	}()
+	return g
+}
+
+func (g *goLock) finished() bool {
+	select {
+	case <-g.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits for the acquire and requires that it succeeded.
+func (g *goLock) wait(t *testing.T) *zklock.Hold {
+	t.Helper()
+	select {
+	case <-g.done:
+	case <-time.After(holdTimeout + 5*time.Second):
+		t.Fatalf("zklock acquire did not return")
+	}
+	require.NoError(t, g.err)
+	return g.hold
+}
+
+// waitChildren waits until p has n children, and returns them.
+func waitChildren(t *testing.T, e *env, p string, n int) []string {
+	t.Helper()
+	var children []string
+	require.Eventually(t, func() bool {
+		var err error
+		children, _, err = e.conn.Children(p)
+		return err == nil && len(children) == n
+	}, holdTimeout, 20*time.Millisecond, "%s: want %d children, have %v", p, n, children)
+	return children
+}
+
+// A kazoo Lock holds: a zklock Mutex in kazoo's layout is refused by
+// TryLock (naming the kazoo holder, leaving no node), waits in Lock
+// behind the kazoo node, as kazoo's contenders() shows, and gets the lock
+// when kazoo releases; kazoo then cannot have it until zklock releases.
+func TestIntegration_KazooMutexKazooHoldsGoWaits(t *testing.T) {
+	e := kazooSetup(t)
+	k := e.kazoo
+	k.NewLock("k", e.path, "py-1")
+	require.True(t, k.Acquire("k", holdTimeout))
+	kNode := e.path + "/" + k.Node("k")
+
+	m := kazooMutex(t, e, "go-1")
+	_, err := m.TryLock(context.Background())
+	require.ErrorIs(t, err, zklock.ErrLocked)
+	var he *zklock.HolderError
+	require.ErrorAs(t, err, &he)
+	assert.Equal(t, kNode, he.Node)
+	assert.Equal(t, "py-1", string(he.Data), "the kazoo holder is named by its identifier")
+	require.Equal(t, []string{kNode}, participants(t, m), "TryLock left a node")
+
+	g := startGoLock(m.Lock, holdTimeout)
+	queue := waitQueueLen(t, m, 2)
+	require.Equal(t, kNode, queue[0])
+	goNode := queue[1]
+	assert.Regexp(t, kazooLockName, path.Base(goNode))
+	waitContenders(t, k, "k", "py-1", "go-1")
+	time.Sleep(settle)
+	require.False(t, g.finished(), "zklock acquired while kazoo holds the lock")
+
+	k.Release("k")
+	h := g.wait(t)
+	require.Equal(t, goNode, h.Path())
+	require.False(t, k.Acquire("k", shortTimeout), "kazoo acquired while zklock holds the lock")
+	require.Equal(t, []string{goNode}, participants(t, m), "kazoo's timed-out acquire left a node")
+	require.NoError(t, h.Release())
+	require.True(t, k.Acquire("k", holdTimeout))
+	k.Release("k")
+	zktest.WaitNoEphemerals(t, e.conn, e.root, cleanTimeout)
+}
+
+// Two zklock Mutex values of one Client hold in turn around a kazoo
+// Lock: first come, first served across the libraries, and across the two
+// values of one session, which exclude each other as two processes do.
+// A hold re-enters without a node; a new context is a new participant.
+func TestIntegration_KazooMutexGoHoldsKazooWaitsFIFO(t *testing.T) {
+	e := kazooSetup(t)
+	k := e.kazoo
+	g1, g2 := kazooMutex(t, e, "go-1"), kazooMutex(t, e, "go-2")
+	h1, err := g1.Lock(context.Background())
+	require.NoError(t, err)
+	re, err := g1.Lock(h1.Context())
+	require.NoError(t, err, "re-entry")
+	require.Equal(t, []string{h1.Path()}, participants(t, g1), "re-entry made a node")
+	require.NoError(t, re.Release())
+	_, err = g1.TryLock(context.Background())
+	require.ErrorIs(t, err, zklock.ErrLocked, "a new context of the holding Mutex")
+
+	k.NewLock("k", e.path, "py")
+	require.False(t, k.Acquire("k", shortTimeout), "kazoo acquired while zklock holds the lock")
+	require.Equal(t, []string{h1.Path()}, participants(t, g1), "kazoo's timed-out acquire left a node")
+	kw := k.StartAcquire("k", holdTimeout)
+	waitQueueLen(t, g1, 2)
+	a2 := startGoLock(g2.Lock, holdTimeout)
+	queue := waitQueueLen(t, g1, 3)
+	waitContenders(t, k, "k", "go-1", "py", "go-2")
+	_, err = g2.TryLock(context.Background())
+	require.ErrorIs(t, err, zklock.ErrLocked, "the second Mutex of the holder's Client")
+	time.Sleep(settle)
+	require.False(t, kw.Done(), "kazoo acquired while zklock holds the lock")
+	require.False(t, a2.finished(), "the second Mutex acquired while the first holds")
+
+	require.NoError(t, h1.Release())
+	require.True(t, kw.Wait(), "kazoo, first in the queue, did not get the lock")
+	require.Equal(t, queue[1], e.path+"/"+k.Node("k"))
+	time.Sleep(settle)
+	require.False(t, a2.finished(), "the second Mutex overtook kazoo")
+	k.Release("k")
+	h2 := a2.wait(t)
+	require.Equal(t, queue[2], h2.Path())
+	require.NoError(t, h2.Release())
+	zktest.WaitNoEphemerals(t, e.conn, e.root, cleanTimeout)
+}
+
+// A kazoo process killed (SIGKILL) while it holds: the zklock waiter gets
+// the lock once its session has expired. Killed while it waits between two
+// zklock participants: its node still counts until its session expires,
+// and then the zklock waiter behind it gets the lock.
+func TestIntegration_KazooMutexKazooKilled(t *testing.T) {
+	e := kazooSetup(t, interop.WithKazooSessionTimeout(shortSession))
+	k := e.kazoo
+	m := kazooMutex(t, e, "go")
+	k.NewLock("k", e.path, "py")
+	require.True(t, k.Acquire("k", holdTimeout))
+	g := startGoLock(m.Lock, holdTimeout)
+	waitQueueLen(t, m, 2)
+	time.Sleep(settle)
+	require.False(t, g.finished(), "zklock acquired while kazoo holds the lock")
+	k.Kill()
+	killed := time.Now()
+	h := g.wait(t)
+	t.Logf("granted %v after the kill (kazoo session timeout %v)", time.Since(killed).Round(time.Millisecond), shortSession)
+
+	k2 := interop.StartKazooPeer(t, e.servers, interop.WithKazooSessionTimeout(shortSession))
+	k2.NewLock("k", e.path, "py-2")
+	kw := k2.StartAcquire("k", holdTimeout)
+	waitQueueLen(t, m, 2)
+	g = startGoLock(kazooMutex(t, e, "go-2").Lock, holdTimeout)
+	queue := waitQueueLen(t, m, 3)
+	k2.Kill()
+	_, err := kw.Result()
+	require.Error(t, err, "the killed peer answered")
+	require.NoError(t, h.Release())
+	h = g.wait(t)
+	require.Equal(t, queue[2], h.Path())
+	require.NoError(t, h.Release())
+	zktest.WaitNoEphemerals(t, e.conn, e.root, cleanTimeout)
+}
+
+// A kazoo waiter cancelled (kazoo's lock.cancel()) between two zklock
+// participants: kazoo deletes its node, and the zklock waiter behind it
+// gets the lock at the holder's release.
+func TestIntegration_KazooMutexKazooWaiterCancelled(t *testing.T) {
+	e := kazooSetup(t)
+	k := e.kazoo
+	g1, g2 := kazooMutex(t, e, "go-1"), kazooMutex(t, e, "go-2")
+	h1, err := g1.Lock(context.Background())
+	require.NoError(t, err)
+	k.NewLock("k", e.path, "py")
+	kw := k.StartAcquire("k", holdTimeout)
+	waitQueueLen(t, g1, 2)
+	a2 := startGoLock(g2.Lock, holdTimeout)
+	queue := waitQueueLen(t, g1, 3)
+
+	k.Cancel("k")
+	_, err = kw.Result()
+	require.ErrorIs(t, err, interop.ErrCancelled)
+	require.Equal(t, []string{queue[0], queue[2]}, waitQueueLen(t, g1, 2), "the cancelled kazoo waiter left its node")
+	time.Sleep(settle)
+	require.False(t, a2.finished(), "zklock acquired while the first holds")
+	require.NoError(t, h1.Release())
+	h2 := a2.wait(t)
+	require.Equal(t, queue[2], h2.Path())
+	require.NoError(t, h2.Release())
+	zktest.WaitNoEphemerals(t, e.conn, e.root, cleanTimeout)
+}
+
+// A session expiry on either side: a kazoo holder's session expires and
+// the zklock waiter gets the lock; a zklock holder's session expires, its
+// hold ends with ErrLockLost, and the kazoo waiter gets the lock.
+func TestIntegration_KazooMutexSessionExpiry(t *testing.T) {
+	e := kazooSetup(t)
+	k := e.kazoo
+	k.NewLock("k", e.path, "py")
+	require.True(t, k.Acquire("k", holdTimeout))
+	m := kazooMutex(t, e, "go")
+	g := startGoLock(m.Lock, holdTimeout)
+	waitQueueLen(t, m, 2)
+	time.Sleep(settle)
+	require.False(t, g.finished(), "zklock acquired while kazoo holds the lock")
+	k.ExpireSession()
+	h := g.wait(t)
+	require.NoError(t, h.Release())
+
+	link, err := kit.OpenLink(e.servers)
+	require.NoError(t, err)
+	defer link.Close()
+	c, err := zklock.Connect(e.servers, zklock.WithDialer(link.Dial), zklock.WithSessionTimeout(10*time.Second))
+	require.NoError(t, err)
+	defer c.Close()
+	lm, err := zklock.NewMutex(c, e.path, zklock.WithLayout(zklock.LayoutKazoo), zklock.WithLockData([]byte("go-linked")))
+	require.NoError(t, err)
+	h, err = lm.Lock(context.Background())
+	require.NoError(t, err)
+	k.NewLock("k2", e.path, "py-2") // k's kazoo Lock still thinks it holds
+	kw := k.StartAcquire("k2", holdTimeout)
+	waitContenders(t, k, "k2", "go-linked", "py-2")
+	time.Sleep(settle)
+	require.False(t, kw.Done())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, link.ExpireSession(ctx))
+	require.True(t, kw.Wait(), "kazoo did not get the lock when the zklock holder's session expired")
+	select {
+	case <-h.Done():
+	case <-time.After(eventTimeout):
+		t.Fatal("the zklock hold did not end when its session expired")
+	}
+	require.ErrorIs(t, h.Err(), zklock.ErrLockLost)
+	require.ErrorIs(t, h.Release(), zklock.ErrLockLost)
+	k.Release("k2")
+	zktest.WaitNoEphemerals(t, e.conn, e.root, cleanTimeout)
 }
