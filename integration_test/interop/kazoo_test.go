@@ -255,6 +255,15 @@ func kazooMutex(t *testing.T, e *env, data string) *zklock.Mutex {
 	return m
 }
 
+// bounded returns a context for a zklock acquire that must succeed: it
+// ends after holdTimeout, so that a broken lock fails the test rather
+// than hang it (a hold outlives it).
+func bounded(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), holdTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // goLock is a zklock acquire (Lock, Campaign, ...) running on its own
 // goroutine, bounded by its context's timeout.
 type goLock struct {
@@ -355,7 +364,7 @@ func TestIntegration_KazooMutexGoHoldsKazooWaitsFIFO(t *testing.T) {
 	e := kazooSetup(t)
 	k := e.kazoo
 	g1, g2 := kazooMutex(t, e, "go-1"), kazooMutex(t, e, "go-2")
-	h1, err := g1.Lock(context.Background())
+	h1, err := g1.Lock(bounded(t))
 	require.NoError(t, err)
 	re, err := g1.Lock(h1.Context())
 	require.NoError(t, err, "re-entry")
@@ -432,7 +441,7 @@ func TestIntegration_KazooMutexKazooWaiterCancelled(t *testing.T) {
 	e := kazooSetup(t)
 	k := e.kazoo
 	g1, g2 := kazooMutex(t, e, "go-1"), kazooMutex(t, e, "go-2")
-	h1, err := g1.Lock(context.Background())
+	h1, err := g1.Lock(bounded(t))
 	require.NoError(t, err)
 	k.NewLock("k", e.path, "py")
 	kw := k.StartAcquire("k", holdTimeout)
@@ -478,7 +487,7 @@ func TestIntegration_KazooMutexSessionExpiry(t *testing.T) {
 	defer c.Close()
 	lm, err := zklock.NewMutex(c, e.path, zklock.WithLayout(zklock.LayoutKazoo), zklock.WithLockData([]byte("go-linked")))
 	require.NoError(t, err)
-	h, err = lm.Lock(context.Background())
+	h, err = lm.Lock(bounded(t))
 	require.NoError(t, err)
 	k.NewLock("k2", e.path, "py-2") // k's kazoo Lock still thinks it holds
 	kw := k.StartAcquire("k2", holdTimeout)
@@ -497,5 +506,81 @@ func TestIntegration_KazooMutexSessionExpiry(t *testing.T) {
 	require.ErrorIs(t, h.Err(), zklock.ErrLockLost)
 	require.ErrorIs(t, h.Release(), zklock.ErrLockLost)
 	k.Release("k2")
+	zktest.WaitNoEphemerals(t, e.conn, e.root, cleanTimeout)
+}
+
+// A zklock ReadWriteLock in kazoo's layout and kazoo's ReadLock and
+// WriteLock on one path, readers and writers of both languages mixed:
+// readers share across the libraries, a writer of either waits for the
+// readers and writers of both before it, a reader of either waits for a
+// writer of the other before it. (Never a kazoo reader queued behind a
+// writer with another writer queued after it: kazoo 2.8's ReadLock then
+// waits for the later writer too, which waits for it: kazoo issue 649.)
+func TestIntegration_KazooReadWriteLock(t *testing.T) {
+	e := kazooSetup(t)
+	k := e.kazoo
+	bg := context.Background()
+	rw, err := zklock.NewReadWriteLock(e.client, e.path, zklock.WithLayout(zklock.LayoutKazoo), zklock.WithLockData([]byte("go")))
+	require.NoError(t, err)
+	k.NewReadLock("kr", e.path, "py-r")
+	k.NewWriteLock("kw", e.path, "py-w")
+
+	// Readers of both hold together; writers of both wait.
+	require.True(t, k.Acquire("kr", holdTimeout))
+	gr, err := rw.ReadLock().Lock(bounded(t))
+	require.NoError(t, err, "a zklock reader refused beside a kazoo reader")
+	assert.Regexp(t, kazooReadName, path.Base(gr.Path()))
+	_, err = rw.WriteLock().TryLock(bg)
+	require.ErrorIs(t, err, zklock.ErrLocked, "a zklock writer beside readers")
+	require.False(t, k.Acquire("kw", shortTimeout), "a kazoo writer beside readers")
+	waitContenders(t, k, "kr", "py-r", "go")
+
+	// A zklock writer waits for the kazoo reader; a kazoo reader waits
+	// for the zklock writer.
+	require.NoError(t, gr.Release())
+	gw := startGoLock(rw.WriteLock().Lock, holdTimeout)
+	waitChildren(t, e, e.path, 2)
+	time.Sleep(settle)
+	require.False(t, gw.finished(), "a zklock writer beside a kazoo reader")
+	k.Release("kr")
+	w := gw.wait(t)
+	assert.Regexp(t, kazooLockName, path.Base(w.Path()))
+	require.False(t, k.Acquire("kr", shortTimeout), "a kazoo reader beside a zklock writer")
+	require.False(t, k.Acquire("kw", shortTimeout), "a kazoo writer beside a zklock writer")
+	kr := k.StartAcquire("kr", holdTimeout)
+	waitChildren(t, e, e.path, 2)
+	time.Sleep(settle)
+	require.False(t, kr.Done(), "a kazoo reader beside a zklock writer")
+	require.NoError(t, w.Release())
+	require.True(t, kr.Wait(), "the kazoo reader did not get in when the zklock writer left")
+
+	// A kazoo writer waits for the readers of both.
+	gr, err = rw.ReadLock().Lock(bounded(t))
+	require.NoError(t, err)
+	kw := k.StartAcquire("kw", holdTimeout)
+	waitChildren(t, e, e.path, 3)
+	k.Release("kr")
+	time.Sleep(settle)
+	require.False(t, kw.Done(), "a kazoo writer beside a zklock reader")
+	require.NoError(t, gr.Release())
+	require.True(t, kw.Wait(), "the kazoo writer did not get in when the readers left")
+
+	// The kazoo writer holds; a zklock reader queues, then a zklock
+	// writer. At the kazoo writer's release the reader goes in, not
+	// waiting for the writer after it; that writer waits for the reader.
+	gr2 := startGoLock(rw.ReadLock().Lock, holdTimeout)
+	waitChildren(t, e, e.path, 2)
+	gw = startGoLock(rw.WriteLock().Lock, holdTimeout)
+	waitChildren(t, e, e.path, 3)
+	waitContenders(t, k, "kw", "py-w", "go", "go")
+	time.Sleep(settle)
+	require.False(t, gr2.finished(), "a zklock reader beside a kazoo writer")
+	k.Release("kw")
+	r := gr2.wait(t)
+	time.Sleep(settle)
+	require.False(t, gw.finished(), "a zklock writer beside a zklock reader")
+	require.NoError(t, r.Release())
+	w = gw.wait(t)
+	require.NoError(t, w.Release())
 	zktest.WaitNoEphemerals(t, e.conn, e.root, cleanTimeout)
 }
