@@ -512,19 +512,16 @@ func TestIntegration_KazooMutexSessionExpiry(t *testing.T) {
 
 // A zklock ReadWriteLock in kazoo's layout and kazoo's ReadLock and
 // WriteLock on one path, readers and writers of both languages mixed:
-// readers share across the libraries, a writer of either waits for the
-// readers and writers of both before it, a reader of either waits for a
-// writer of the other before it. (Never a kazoo reader queued behind a
-// writer with another writer queued after it: kazoo 2.8's ReadLock then
-// waits for the later writer too, which waits for it: kazoo issue 649.)
+// readers share across the libraries, writers of both wait for them, a
+// zklock writer waits for a kazoo reader and a kazoo reader for a zklock
+// writer. (No kazoo reader here or below is queued behind a writer with
+// another writer queued after it: kazoo 2.8's ReadLock then waits for the
+// later writer too, which waits for it: kazoo issue 649.)
 func TestIntegration_KazooReadWriteLock(t *testing.T) {
 	e := kazooSetup(t)
 	k := e.kazoo
 	bg := context.Background()
-	rw, err := zklock.NewReadWriteLock(e.client, e.path, zklock.WithLayout(zklock.LayoutKazoo), zklock.WithLockData([]byte("go")))
-	require.NoError(t, err)
-	k.NewReadLock("kr", e.path, "py-r")
-	k.NewWriteLock("kw", e.path, "py-w")
+	rw := kazooRW(t, e)
 
 	// Readers of both hold together; writers of both wait.
 	require.True(t, k.Acquire("kr", holdTimeout))
@@ -554,9 +551,32 @@ func TestIntegration_KazooReadWriteLock(t *testing.T) {
 	require.False(t, kr.Done(), "a kazoo reader beside a zklock writer")
 	require.NoError(t, w.Release())
 	require.True(t, kr.Wait(), "the kazoo reader did not get in when the zklock writer left")
+	k.Release("kr")
+	zktest.WaitNoEphemerals(t, e.conn, e.root, cleanTimeout)
+}
 
-	// A kazoo writer waits for the readers of both.
-	gr, err = rw.ReadLock().Lock(bounded(t))
+// kazooRW is a zklock ReadWriteLock in kazoo's layout on e.path, with
+// "go" as its nodes' data, beside the kazoo peer's ReadLock "kr" (py-r)
+// and WriteLock "kw" (py-w) on the same path.
+func kazooRW(t *testing.T, e *env) *zklock.ReadWriteLock {
+	t.Helper()
+	rw, err := zklock.NewReadWriteLock(e.client, e.path, zklock.WithLayout(zklock.LayoutKazoo), zklock.WithLockData([]byte("go")))
+	require.NoError(t, err)
+	e.kazoo.NewReadLock("kr", e.path, "py-r")
+	e.kazoo.NewWriteLock("kw", e.path, "py-w")
+	return rw
+}
+
+// A kazoo WriteLock waits for the readers of both languages; while it
+// holds, a zklock reader and then a zklock writer queue: at its release
+// the reader goes in, not waiting for the writer after it (as kazoo 2.8's
+// ReadLock would), and that writer waits for the reader.
+func TestIntegration_KazooReadWriteLockKazooWriter(t *testing.T) {
+	e := kazooSetup(t)
+	k := e.kazoo
+	rw := kazooRW(t, e)
+	require.True(t, k.Acquire("kr", holdTimeout))
+	gr, err := rw.ReadLock().Lock(bounded(t))
 	require.NoError(t, err)
 	kw := k.StartAcquire("kw", holdTimeout)
 	waitChildren(t, e, e.path, 3)
@@ -566,12 +586,9 @@ func TestIntegration_KazooReadWriteLock(t *testing.T) {
 	require.NoError(t, gr.Release())
 	require.True(t, kw.Wait(), "the kazoo writer did not get in when the readers left")
 
-	// The kazoo writer holds; a zklock reader queues, then a zklock
-	// writer. At the kazoo writer's release the reader goes in, not
-	// waiting for the writer after it; that writer waits for the reader.
 	gr2 := startGoLock(rw.ReadLock().Lock, holdTimeout)
 	waitChildren(t, e, e.path, 2)
-	gw = startGoLock(rw.WriteLock().Lock, holdTimeout)
+	gw := startGoLock(rw.WriteLock().Lock, holdTimeout)
 	waitChildren(t, e, e.path, 3)
 	waitContenders(t, k, "kw", "py-w", "go", "go")
 	time.Sleep(settle)
@@ -581,7 +598,7 @@ func TestIntegration_KazooReadWriteLock(t *testing.T) {
 	time.Sleep(settle)
 	require.False(t, gw.finished(), "a zklock writer beside a zklock reader")
 	require.NoError(t, r.Release())
-	w = gw.wait(t)
+	w := gw.wait(t)
 	require.NoError(t, w.Release())
 	zktest.WaitNoEphemerals(t, e.conn, e.root, cleanTimeout)
 }
