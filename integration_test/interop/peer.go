@@ -1,6 +1,10 @@
-// Package interop runs Apache Curator next to zklock, to show that the two
-// are wire-compatible: a Go zklock lock and a Java Curator lock on the same
-// ZooKeeper path exclude each other, queue together and revoke each other.
+// Package interop runs Apache Curator (Java) and kazoo (Python) next to
+// zklock, to show that they are wire-compatible: a Go zklock lock and a
+// Java Curator lock on the same ZooKeeper path exclude each other, queue
+// together and revoke each other; so do a zklock lock in kazoo's layout
+// and a kazoo lock (see [StartKazooPeer]). Both peers are child processes
+// driven over one line protocol (README.md), with the same bounded waits
+// and log capture.
 //
 // [StartPeer] compiles java/ZkLockPeer.java (once per source version; the
 // classes are cached in the system temp directory) against Debian's
