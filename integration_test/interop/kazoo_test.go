@@ -2,10 +2,10 @@ package interop_test
 
 import (
 	"context"
-	"errors"
 	"path"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -309,12 +309,17 @@ func (g *goLock) wait(t *testing.T) *zklock.Hold {
 func waitChildren(t *testing.T, e *env, p string, n int) []string {
 	t.Helper()
 	var children []string
-	require.Eventually(t, func() bool {
+	deadline := time.Now().Add(holdTimeout)
+	for {
 		var err error
-		children, _, err = e.conn.Children(p)
-		return err == nil && len(children) == n
-	}, holdTimeout, 20*time.Millisecond, "%s: want %d children, have %v", p, n, children)
-	return children
+		if children, _, err = e.conn.Children(p); err == nil && len(children) == n {
+			return children
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: want %d children, have %v (%v)", p, n, children, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // A kazoo Lock holds: a zklock Mutex in kazoo's layout is refused by
@@ -753,14 +758,10 @@ func TestIntegration_KazooSelector(t *testing.T) {
 }
 
 // kazooSemaphore is a zklock Semaphore in kazoo's layout on e.path, with
-// data as its leases' data (kazoo's lease_holders() lists it); it skips
-// the test while the library refuses kazoo's layout for a Semaphore.
+// data as its leases' data (kazoo's lease_holders() lists it).
 func kazooSemaphore(t *testing.T, e *env, maxLeases int, data string) *zklock.Semaphore {
 	t.Helper()
 	s, err := zklock.NewSemaphore(e.client, e.path, maxLeases, zklock.WithLayout(zklock.LayoutKazoo), zklock.WithLockData([]byte(data)))
-	if errors.Is(err, zklock.ErrInvalidArgument) {
-		t.Skipf("library side not merged: Semaphore in kazoo's layout (%v)", err)
-	}
 	require.NoError(t, err)
 	return s
 }
@@ -829,9 +830,107 @@ func TestIntegration_KazooSemaphore(t *testing.T) {
 	zktest.WaitNoEphemerals(t, e.conn, e.root, cleanTimeout)
 }
 
+// waitLockQueue waits until the kazoo lock at p has n contenders, the
+// first of them with data head (any, if head is "").
+func waitLockQueue(t *testing.T, e *env, p string, n int, head string) {
+	t.Helper()
+	var have []string
+	deadline := time.Now().Add(holdTimeout)
+	for {
+		if have = lockData(e, p); len(have) == n && (n == 0 || head == "" || have[0] == head) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: want %d contenders, the first %q; have %q", p, n, head, have)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lockData returns the data of the kazoo lock nodes at p, in queue order;
+// nil if a read fails (a node went meanwhile).
+func lockData(e *env, p string) []string {
+	children, _, err := e.conn.Children(p)
+	if err != nil {
+		return nil
+	}
+	slices.SortFunc(children, func(a, b string) int { return strings.Compare(a[len(a)-10:], b[len(b)-10:]) })
+	data := make([]string, 0, len(children))
+	for _, ch := range children {
+		d, _, err := e.conn.Get(p + "/" + ch)
+		if err != nil {
+			return nil
+		}
+		data = append(data, string(d))
+	}
+	return data
+}
+
+// A kazoo Semaphore waiter cancelled, and a kazoo lease holder killed,
+// beside zklock's Semaphore of one lease: the cancelled waiter leaves no
+// node (in the pool or its lock) and the zklock waiter behind it gets the
+// lease when it is returned; the killed holder's lease goes with its
+// session, and the zklock waiter gets it.
+func TestIntegration_KazooSemaphoreCancelledAndKilled(t *testing.T) {
+	e := kazooSetup(t, interop.WithKazooSessionTimeout(shortSession))
+	k := e.kazoo
+	s := kazooSemaphore(t, e, 1, "go")
+	k.NewSemaphore("k", e.path, 1, "py")
+	lockPath := e.path + "-__lock__"
+	// kazoo 2.8's Semaphore passes its identifier to its Lock as bytes,
+	// which writes their repr.
+	const pyLock = "b'py'"
+
+	gl, err := s.Acquire(bounded(t))
+	require.NoError(t, err)
+	kw := k.StartAcquire("k", holdTimeout)
+	waitLockQueue(t, e, lockPath, 1, pyLock) // kazoo heads the semaphore's lock: it waits for a lease
+	var gl2 *zklock.Lease
+	got := make(chan error, 1)
+	go func() {
+		var err error
+		gl2, err = s.Acquire(bounded(t))
+		got <- err
+	}()
+	waitLockQueue(t, e, lockPath, 2, pyLock)
+	k.Cancel("k")
+	_, err = kw.Result()
+	require.ErrorIs(t, err, interop.ErrCancelled)
+	waitLockQueue(t, e, lockPath, 1, "")
+	require.Equal(t, []string{gl.Node()}, k.Children(e.path), "the cancelled kazoo waiter left a lease")
+	require.NoError(t, gl.Release())
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(holdTimeout + 5*time.Second):
+		t.Fatal("the zklock waiter not let in when the lease was returned")
+	}
+	require.NoError(t, gl2.Release())
+
+	require.True(t, k.Acquire("k", holdTimeout))
+	go func() {
+		var err error
+		gl2, err = s.Acquire(bounded(t))
+		got <- err
+	}()
+	waitLockQueue(t, e, lockPath, 1, "")
+	time.Sleep(settle)
+	require.Len(t, got, 0, "zklock got a lease while kazoo holds the only one")
+	k.Kill()
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(holdTimeout + 5*time.Second):
+		t.Fatal("the zklock waiter not let in when the killed kazoo holder's session ended")
+	}
+	require.NoError(t, gl2.Release())
+	zktest.WaitNoEphemerals(t, e.conn, e.root, cleanTimeout)
+}
+
 // kazoo's max_leases rule, both ways: the pool node holds max_leases, and
 // a contender with another refuses to take a lease: zklock with a typed
-// error naming the path and both sizes, kazoo with its ValueError.
+// error naming the path and both sizes (a MaxLeasesError), kazoo with
+// its ValueError.
 func TestIntegration_KazooSemaphoreMaxLeasesMismatch(t *testing.T) {
 	e := kazooSetup(t)
 	k := e.kazoo
@@ -841,11 +940,13 @@ func TestIntegration_KazooSemaphoreMaxLeasesMismatch(t *testing.T) {
 	k.Release("k2")
 	_, err := s3.Acquire(bounded(t))
 	require.Error(t, err, "zklock took a lease of 3 from kazoo's pool of 2")
-	require.ErrorIs(t, err, zklock.ErrLayoutMismatch)
+	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
+	var me *zklock.MaxLeasesError
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, zklock.MaxLeasesError{Path: e.path, MaxLeases: 3, Stored: 2}, *me)
 	assert.Contains(t, err.Error(), e.path)
-	assert.Contains(t, err.Error(), "2")
-	assert.Contains(t, err.Error(), "3")
 	require.Empty(t, k.Children(e.path), "the refused acquire left a lease")
+	require.Empty(t, k.Children(e.path+"-__lock__"), "the refused acquire left a lock node")
 
 	other := e.path + "-go"
 	s2, err := zklock.NewSemaphore(e.client, other, 2, zklock.WithLayout(zklock.LayoutKazoo))
