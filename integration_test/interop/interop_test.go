@@ -40,22 +40,36 @@ const (
 var protectedLockName = regexp.MustCompile(`^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-[0-9]{10}$`)
 
 // env is one test's world: the shared ZooKeeper, a zklock client, a
-// Curator peer, and a plain connection to look at the tree.
+// peer (Java Curator, or Python kazoo), and a plain connection to look at
+// the tree.
 type env struct {
-	peer   *interop.Peer
-	client *zklock.Client
-	conn   *zk.Conn
-	root   string // the test's own subtree
-	path   string // the lock path, under root
+	peer    *interop.Peer      // set by setup
+	kazoo   *interop.KazooPeer // set by kazooSetup
+	client  *zklock.Client
+	conn    *zk.Conn
+	servers []string
+	root    string // the test's own subtree
+	path    string // the lock path, under root
 }
 
+// setup is newEnv with a Curator peer.
 func setup(t *testing.T) *env {
 	t.Helper()
 	interop.RequirePeer(t) // before starting ZooKeeper for nothing
+	e := newEnv(t)
+	e.peer = interop.StartPeer(t, e.servers)
+	return e
+}
+
+// newEnv connects to the shared ZooKeeper, and empties the test's subtree
+// now and when the test ends.
+func newEnv(t *testing.T) *env {
+	t.Helper()
 	servers := zktest.Shared(t).Servers()
 	e := &env{
-		conn: zktest.ConnectT(t, servers),
-		root: "/interop/" + t.Name(),
+		conn:    zktest.ConnectT(t, servers),
+		servers: servers,
+		root:    "/interop/" + t.Name(),
 	}
 	e.path = e.root + "/lock"
 	require.NoError(t, zktest.DeleteTree(e.conn, e.root))
@@ -68,7 +82,6 @@ func setup(t *testing.T) *env {
 	require.NoError(t, err)
 	e.client = client
 	t.Cleanup(func() { assert.NoError(t, client.Close()) })
-	e.peer = interop.StartPeer(t, servers)
 	return e
 }
 

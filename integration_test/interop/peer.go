@@ -1,6 +1,10 @@
-// Package interop runs Apache Curator next to zklock, to show that the two
-// are wire-compatible: a Go zklock lock and a Java Curator lock on the same
-// ZooKeeper path exclude each other, queue together and revoke each other.
+// Package interop runs Apache Curator (Java) and kazoo (Python) next to
+// zklock, to show that they are wire-compatible: a Go zklock lock and a
+// Java Curator lock on the same ZooKeeper path exclude each other, queue
+// together and revoke each other; so do a zklock lock in kazoo's layout
+// and a kazoo lock (see [StartKazooPeer]). Both peers are child processes
+// driven over one line protocol (README.md), with the same bounded waits
+// and log capture.
 //
 // [StartPeer] compiles java/ZkLockPeer.java (once per source version; the
 // classes are cached in the system temp directory) against Debian's
@@ -31,18 +35,14 @@
 package interop
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,19 +53,8 @@ import (
 //go:embed java/ZkLockPeer.java
 var peerSource []byte
 
-const (
-	// PeerSessionTimeout is the session timeout the peer's Curator client asks for.
-	PeerSessionTimeout = 10 * time.Second
-	// ReplyTimeout bounds the wait for the reply to a command, beyond the
-	// command's own timeout (for acquire and friends).
-	ReplyTimeout = 30 * time.Second
-	// startTimeout bounds the wait for the peer to connect and say it is ready.
-	startTimeout = 60 * time.Second
-	// stopTimeout bounds the wait for the peer to exit after quit, and after SIGKILL.
-	stopTimeout = 10 * time.Second
-	// logTailLines is how much of the peer's log is shown on failure.
-	logTailLines = 80
-)
+// PeerSessionTimeout is the session timeout the peer's Curator client asks for.
+const PeerSessionTimeout = 10 * time.Second
 
 // debianJavaDir is where Debian installs jars, with unversioned symlinks.
 const debianJavaDir = "/usr/share/java"
@@ -143,12 +132,6 @@ func findTools() (*javaTools, error) {
 	return tools, nil
 }
 
-// isFile reports whether path (after symlinks) is a regular file.
-func isFile(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
-}
-
 var (
 	toolsOnce sync.Once
 	toolsVal  *javaTools
@@ -166,12 +149,8 @@ func tools() (*javaTools, error) {
 // not start one for nothing. StartPeer calls it too.
 func RequirePeer(t testing.TB) {
 	t.Helper()
-	if _, err := tools(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("interop: cannot run the Curator peer (CI is set, so this fails instead of skipping): %v; %s", err, installHint)
-		}
-		t.Skipf("interop: cannot run the Curator peer: %v; %s", err, installHint)
-	}
+	_, err := tools()
+	requireRunnable(t, "Curator peer", err, installHint)
 }
 
 // compiled is the result of compiling the peer, shared by the test binary.
@@ -263,57 +242,13 @@ func compile(tl *javaTools) (dir string, fresh bool, err error) {
 	return dir, true, nil
 }
 
-// runBounded runs cmd, killing it after d.
-func runBounded(cmd *exec.Cmd, d time.Duration) error {
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-timer.C:
-		_ = cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("killed after %v", d)
-	}
-}
-
 // Peer is a running ZkLockPeer: a Java process with one Curator client.
 type Peer struct {
-	t          testing.TB
-	cmd        *exec.Cmd
-	logPath    string
-	stdin      *os.File
-	exited     chan struct{} // closed once the process is reaped
-	waitErr    error         // how it ended; read after exited is closed
-	readerDone chan struct{} // closed when the stdout reader has finished
-	events     chan string
+	*proc
 
 	// Versions is what the peer reported when ready, e.g.
 	// "curator=5.4.0 zookeeper=3.8.0 java=17.0.15".
 	Versions string
-
-	closeOnce sync.Once
-
-	mu      sync.Mutex
-	nextTag int
-	pending map[string]*Call
-	dead    error // set when stdout ends: the peer is gone
-	closed  bool
-}
-
-// Call is a command sent to the peer whose reply may not have come yet.
-type Call struct {
-	p        *Peer
-	line     string
-	deadline time.Time
-	done     chan struct{} // closed when reply or err is set
-	reply    string        // the reply's result, after "ok"
-	err      error
 }
 
 // StartPeer compiles (once) and starts a peer whose Curator client is
@@ -327,19 +262,6 @@ func StartPeer(t testing.TB, servers []string) *Peer {
 	tl, _ := tools()
 	dir := classesDir(t, tl)
 
-	logPath := filepath.Join(t.TempDir(), "peer.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatalf("interop: peer log: %v", err)
-	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatalf("interop: %v", err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatalf("interop: %v", err)
-	}
 	logFlags := []string{"-Dorg.slf4j.simpleLogger.defaultLogLevel=info"}
 	if level := os.Getenv("ZKLOCK_PEER_LOG_LEVEL"); level != "" {
 		logFlags = []string{"-Dorg.slf4j.simpleLogger.defaultLogLevel=" + level}
@@ -363,290 +285,8 @@ func StartPeer(t testing.TB, servers []string) *Peer {
 		strconv.FormatInt(PeerSessionTimeout.Milliseconds(), 10),
 	)
 	args = append(args, servers...)
-	cmd := exec.Command(tl.java, args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, logFile
-	cmd.SysProcAttr = sysProcAttr()
-
-	p := &Peer{
-		t:          t,
-		cmd:        cmd,
-		logPath:    logPath,
-		stdin:      inW,
-		exited:     make(chan struct{}),
-		readerDone: make(chan struct{}),
-		events:     make(chan string, 1024),
-		pending:    make(map[string]*Call),
-	}
-	// The kernel sends the child PR_SET_PDEATHSIG (Linux) when the thread
-	// that started it exits, so start and reap it on a goroutine locked to
-	// its thread, which lives as long as the child.
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread goes when the goroutine ends
-		err := cmd.Start()
-		started <- err
-		if err != nil {
-			close(p.exited)
-			return
-		}
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	err = <-started
-	// The child has its own copies of these now (or failed to start).
-	inR.Close()
-	outW.Close()
-	logFile.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		t.Fatalf("interop: start %s: %v", tl.java, err)
-	}
-
-	ready := make(chan string, 1)
-	go p.readLoop(outR, ready)
-	t.Cleanup(p.Close)
-
-	timer := time.NewTimer(startTimeout)
-	defer timer.Stop()
-	start := time.Now()
-	select {
-	case v := <-ready:
-		p.Versions = v
-		t.Logf("interop: peer (pid %d) ready in %v: %s", cmd.Process.Pid, time.Since(start).Round(time.Millisecond), v)
-	case <-p.readerDone:
-		t.Fatalf("interop: peer exited before it was ready: %v (peer log below)", p.deadErr())
-	case <-timer.C:
-		t.Fatalf("interop: peer not ready after %v (peer log below)", startTimeout)
-	}
-	return p
-}
-
-// readLoop reads the peer's stdout until it ends: replies go to their
-// Call, events to the events channel, "event ready" to ready.
-func (p *Peer) readLoop(r *os.File, ready chan<- string) {
-	defer close(p.readerDone)
-	defer r.Close()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if ev, ok := strings.CutPrefix(line, "event "); ok {
-			if v, ok := strings.CutPrefix(ev, "ready "); ok {
-				select {
-				case ready <- v:
-				default:
-				}
-				continue
-			}
-			select {
-			case p.events <- ev:
-			default:
-				p.logf("events channel full, dropped: %s", ev)
-			}
-			continue
-		}
-		tag, rest, _ := strings.Cut(line, " ")
-		p.mu.Lock()
-		c := p.pending[tag]
-		delete(p.pending, tag)
-		p.mu.Unlock()
-		if c == nil {
-			p.logf("unexpected line on stdout: %q", line)
-			continue
-		}
-		switch {
-		case rest == "ok":
-		case strings.HasPrefix(rest, "ok "):
-			c.reply = strings.TrimPrefix(rest, "ok ")
-		case strings.HasPrefix(rest, "err "):
-			c.err = fmt.Errorf("peer: %s: %s", c.line, strings.TrimPrefix(rest, "err "))
-		default:
-			c.err = fmt.Errorf("peer: %s: malformed reply %q", c.line, rest)
-		}
-		close(c.done)
-	}
-	err := sc.Err()
-	// stdout ends when the process does; wait (bounded) to learn how.
-	timer := time.NewTimer(stopTimeout)
-	select {
-	case <-p.exited:
-	case <-timer.C:
-	}
-	timer.Stop()
-	var dead error
-	select {
-	case <-p.exited:
-		dead = fmt.Errorf("peer exited (%v)", p.waitErr)
-	default:
-		dead = errors.New("peer closed its stdout")
-	}
-	if err != nil {
-		dead = fmt.Errorf("%w; reading its stdout: %v", dead, err)
-	}
-	p.mu.Lock()
-	p.dead = dead
-	pending := p.pending
-	p.pending = nil
-	p.mu.Unlock()
-	for _, c := range pending {
-		c.err = fmt.Errorf("peer: %s: %w", c.line, dead)
-		close(c.done)
-	}
-	close(p.events)
-}
-
-func (p *Peer) deadErr() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.dead
-}
-
-// logf appends a line of the Go side's own to the peer's log.
-func (p *Peer) logf(format string, args ...any) {
-	f, err := os.OpenFile(p.logPath, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	fmt.Fprintf(f, "[interop] "+format+"\n", args...)
-}
-
-// LogTail returns the last lines of the peer's log.
-func (p *Peer) LogTail() string {
-	data, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return fmt.Sprintf("(peer log %s: %v)", p.logPath, err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > logTailLines {
-		lines = lines[len(lines)-logTailLines:]
-	}
-	return fmt.Sprintf("--- last %d lines of peer log %s ---\n%s\n--- end of peer log ---", len(lines), p.logPath, strings.Join(lines, "\n"))
-}
-
-// Send sends a command (its words, e.g. "acquire", "a", "500") and returns
-// at once. The reply is awaited with Call.Result or Call.Wait, for at most
-// wait from now. Commands for one lock id run in order on the peer.
-func (p *Peer) Send(wait time.Duration, words ...string) *Call {
-	for _, w := range words {
-		if w == "" || strings.ContainsAny(w, " \t\r\n") {
-			return &Call{p: p, line: strings.Join(words, " "), done: closedChan(),
-				err: fmt.Errorf("peer: invalid word %q in command %q", w, words)}
-		}
-	}
-	c := &Call{p: p, line: strings.Join(words, " "), deadline: time.Now().Add(wait), done: make(chan struct{})}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.pending == nil || p.closed {
-		c.err = fmt.Errorf("peer: %s: peer is not running (%v)", c.line, p.dead)
-		close(c.done)
-		return c
-	}
-	p.nextTag++
-	tag := strconv.Itoa(p.nextTag)
-	p.pending[tag] = c
-	if _, err := io.WriteString(p.stdin, tag+" "+c.line+"\n"); err != nil {
-		delete(p.pending, tag)
-		c.err = fmt.Errorf("peer: %s: write: %w", c.line, err)
-		close(c.done)
-	}
-	return c
-}
-
-func closedChan() chan struct{} {
-	ch := make(chan struct{})
-	close(ch)
-	return ch
-}
-
-// Done reports whether the reply (or an error) has come.
-func (c *Call) Done() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Result waits for the reply until the call's deadline and returns its
-// result (the text after "ok"). It may be called from any goroutine.
-func (c *Call) Result() (string, error) {
-	timer := time.NewTimer(time.Until(c.deadline))
-	defer timer.Stop()
-	select {
-	case <-c.done:
-		return c.reply, c.err
-	case <-timer.C:
-		return "", fmt.Errorf("peer: %s: no reply by the deadline", c.line)
-	}
-}
-
-// Wait is Result that fails the test (with the peer's log tail) on error.
-// Call it from the test's goroutine.
-func (c *Call) Wait() string {
-	c.p.t.Helper()
-	r, err := c.Result()
-	if err != nil {
-		c.p.t.Fatalf("interop: %v (peer log below)", err)
-	}
-	return r
-}
-
-// Do sends a command and waits (at most ReplyTimeout) for its result,
-// failing the test on error.
-func (p *Peer) Do(words ...string) string {
-	p.t.Helper()
-	return p.Send(ReplyTimeout, words...).Wait()
-}
-
-// Pending is a command whose typed result may not have come yet.
-type Pending[T any] struct {
-	call  *Call
-	parse func(string) (T, error)
-}
-
-// Done reports whether the reply has come.
-func (p *Pending[T]) Done() bool { return p.call.Done() }
-
-// Result waits for the reply (bounded) and parses it; for any goroutine.
-func (p *Pending[T]) Result() (T, error) {
-	r, err := p.call.Result()
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return p.parse(r)
-}
-
-// Wait is Result that fails the test on error; for the test's goroutine.
-func (p *Pending[T]) Wait() T {
-	p.call.p.t.Helper()
-	v, err := p.Result()
-	if err != nil {
-		p.call.p.t.Fatalf("interop: %v (peer log below)", err)
-	}
-	return v
-}
-
-func parseBool(s string) (bool, error) { return strconv.ParseBool(s) }
-
-// ms is the peer's form of a timeout; it must be positive (the peer never
-// waits forever for a test).
-func (p *Peer) ms(timeout time.Duration) string {
-	p.t.Helper()
-	if timeout <= 0 {
-		p.t.Fatalf("interop: timeout %v: must be positive", timeout)
-	}
-	return strconv.FormatInt(timeout.Milliseconds(), 10)
-}
-
-func words(reply string) []string {
-	if reply == "" {
-		return []string{}
-	}
-	return strings.Split(reply, " ")
+	p, versions := startProc(t, procSpec{name: "peer", prog: tl.java, args: args})
+	return &Peer{proc: p, Versions: versions}
 }
 
 // ---- generic lock commands (mutex, semmutex, rwlock sides "<id>.read", "<id>.write")
@@ -801,97 +441,10 @@ func (p *Peer) IsProtected(name string) bool {
 	return p.doBool("isprotected", name)
 }
 
-// doBool is Do for a command whose result is a boolean.
-func (p *Peer) doBool(words ...string) bool {
-	p.t.Helper()
-	v, err := strconv.ParseBool(p.Do(words...))
-	if err != nil {
-		p.t.Fatalf("interop: %s: %v", strings.Join(words, " "), err)
-	}
-	return v
-}
-
-// Barrier returns once every line the peer wrote before it read the
-// barrier has been read, events included: they are in [Peer.Events]. (It
-// sends "ping", whose reply comes after them on the peer's stdout.) It
-// may be called from any goroutine.
-func (p *Peer) Barrier() error {
-	r, err := p.Send(ReplyTimeout, "ping").Result()
-	if err == nil && r != "pong" {
-		err = fmt.Errorf("peer: ping: reply %q", r)
-	}
-	return err
-}
-
 // Children returns the children of path as the peer's client lists them.
 func (p *Peer) Children(path string) []string {
 	p.t.Helper()
 	return words(p.Do("children", path))
-}
-
-// Events returns the channel of the peer's asynchronous lines, without
-// their "event " prefix (e.g. "revoked a"). It is closed when the peer
-// has exited.
-func (p *Peer) Events() <-chan string { return p.events }
-
-// WaitEvent waits up to timeout for the event want, discarding (and
-// logging) other events; it fails the test if want does not come.
-func (p *Peer) WaitEvent(want string, timeout time.Duration) {
-	p.t.Helper()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	for {
-		select {
-		case ev, ok := <-p.events:
-			if !ok {
-				p.t.Fatalf("interop: peer exited while waiting for event %q: %v (peer log below)", want, p.deadErr())
-			}
-			if ev == want {
-				return
-			}
-			p.t.Logf("interop: skipping peer event %q while waiting for %q", ev, want)
-		case <-timer.C:
-			p.t.Fatalf("interop: no peer event %q within %v (peer log below)", want, timeout)
-		}
-	}
-}
-
-// Close stops the peer: "quit" (its client closes its session, so its
-// ephemeral nodes go at once), then SIGKILL if it has not exited in
-// time. It logs the peer's log tail if the test failed. It is
-// idempotent, and runs when the test ends.
-func (p *Peer) Close() { p.closeOnce.Do(p.close) }
-
-func (p *Peer) close() {
-	quit := p.Send(stopTimeout, "quit")
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
-	_, quitErr := quit.Result()
-	p.stdin.Close()
-	timer := time.NewTimer(stopTimeout)
-	select {
-	case <-p.exited:
-	case <-timer.C:
-		p.t.Errorf("interop: peer (pid %d) still running %v after quit (%v); killing it", p.cmd.Process.Pid, stopTimeout, quitErr)
-		_ = killGroup(p.cmd.Process)
-		timer.Reset(stopTimeout)
-		select {
-		case <-p.exited:
-		case <-timer.C:
-			p.t.Errorf("interop: peer (pid %d) not reaped %v after SIGKILL", p.cmd.Process.Pid, stopTimeout)
-		}
-	}
-	timer.Reset(stopTimeout)
-	select {
-	case <-p.readerDone: // stdout ends with the process
-	case <-timer.C:
-		p.t.Errorf("interop: peer's stdout still open %v after it exited", stopTimeout)
-	}
-	timer.Stop()
-	if p.t.Failed() {
-		p.t.Logf("interop: peer stopped (%v)\n%s", p.waitErr, p.LogTail())
-	}
 }
 
 // ---- leader latches

@@ -4,8 +4,9 @@
 # root with apt; otherwise says exactly what to install. Nothing is needed
 # when ZK_SERVERS names an external ensemble or ZOOKEEPER_HOME a server.
 # Also installs Apache Curator (libcurator-recipes-java) for the Java
-# interop tests (integration_test/interop) the same way; those are the
-# only tests that need it, so a missing Curator is reported, never fatal.
+# interop tests (integration_test/interop) the same way, and Python's kazoo
+# (python3-kazoo) for the Python ones; those are the only tests that need
+# them, so a missing Curator or kazoo is reported, never fatal.
 set -euo pipefail
 
 have_curator() {
@@ -27,6 +28,30 @@ if ! have_curator; then
 ensure-deps: Apache Curator or javac not found (/usr/share/java/curator-recipes.jar): the
 Java interop tests (integration_test/interop) will skip, or fail when CI is set.
 To run them: sudo apt-get install libcurator-recipes-java (and a JDK for javac)
+MSG
+	fi
+fi
+
+# The kazoo peer runs Debian's interpreter, which python3-kazoo serves
+# (ZKLOCK_KAZOO_PYTHON names another).
+kazoo_python="${ZKLOCK_KAZOO_PYTHON:-/usr/bin/python3}"
+have_kazoo() {
+	"$kazoo_python" -c 'import kazoo' >/dev/null 2>&1
+}
+
+if ! have_kazoo; then
+	if [ -z "${ZKLOCK_KAZOO_PYTHON:-}" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "ensure-deps: installing Debian packages: python3-kazoo"
+		if ! { apt-get update -qq &&
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-kazoo >/dev/null; }; then
+			echo "ensure-deps: could not install python3-kazoo" >&2
+		fi
+	fi
+	if ! have_kazoo; then
+		cat >&2 <<MSG
+ensure-deps: $kazoo_python cannot import kazoo: the Python interop tests
+(integration_test/interop, TestIntegration_Kazoo*) will skip, or fail when CI is set.
+To run them: sudo apt-get install python3-kazoo (or set ZKLOCK_KAZOO_PYTHON to a Python with kazoo 2.8)
 MSG
 	fi
 fi
