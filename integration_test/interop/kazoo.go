@@ -244,7 +244,10 @@ func (k *KazooPeer) Release(id string) {
 
 // Cancel calls kazoo's cancel() on lock, semaphore or election id: an
 // acquire waiting for it returns ErrCancelled (a run, false), and kazoo
-// deletes its node. It does not wait for that.
+// deletes its node. It does not wait for that. kazoo's Semaphore forgets a
+// cancel that comes before its acquire has begun (acquire resets the
+// flag), and a Lock's cancel that comes after it acquired cancels its next
+// acquire: cancel a waiter once its node is seen.
 func (k *KazooPeer) Cancel(id string) {
 	k.t.Helper()
 	k.Do("cancel", id)
