@@ -82,7 +82,7 @@ var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
 
 // The snippets are compiled, not run: they connect to servers of their
 // own. Naming them here keeps them from reading as dead code.
-var _ = []any{readmeQuickStart, readmeGuardedWrite, readmeDigestACL, readmeTLS, readmeTesting}
+var _ = []any{readmeQuickStart, readmeGuardedWrite, readmeDigestACL, readmeTLS, readmeTesting, readmeKazoo}
 
 // dedent removes one leading tab from every line.
 func dedent(s string) string {

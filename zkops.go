@@ -337,7 +337,7 @@ func (pc *protectedCreate) run(ctx context.Context) (created string, err error) 
 			return created, nil
 		case errors.Is(err, zk.ErrNoNode) && pc.missingParentTries < missingParentTries && !mutant("norecreate"): // test-only (zklock_mutant): a missing parent (a deleted lock or election path) is never created
 			// A parent is missing, or a container parent was reaped
-			// between mkdirs and the create: make it and try at once.
+			// between mkdirsAs and the create: make it and try at once.
 			pc.missingParentTries++
 			if err := c.mkdirsAs(ctx, pc.parent, pc.layout != LayoutKazoo); err != nil {
 				return "", err
@@ -492,23 +492,18 @@ func (c *Client) findAndDelete(parent, prefix string) {
 // and again.
 const missingParentTries = 10
 
-// mkdirs creates parent and its missing ancestors as CONTAINER nodes,
+// mkdirsAs creates parent and its missing ancestors as CONTAINER nodes
+// (Curator's layout), or persistent ones unless container (kazoo's),
 // deepest first: one create when only parent is missing, as after a reap.
 // A create that finds its own parent gone (never made, or reaped meanwhile)
 // makes that parent first and tries again, missingParentTries times in
 // all for the whole path beyond one per missing ancestor.
-func (c *Client) mkdirs(ctx context.Context, parent string) error {
-	return c.mkdirsAs(ctx, parent, true)
-}
-
-// mkdirsAs is mkdirs, making persistent nodes rather than containers
-// unless container.
 func (c *Client) mkdirsAs(ctx context.Context, parent string, container bool) error {
 	budget := strings.Count(parent, "/") + missingParentTries
 	return c.mkdir(ctx, parent, container, &budget)
 }
 
-// mkdir is mkdirs of p, spending one of budget's tries on each create
+// mkdir is mkdirsAs of p, spending one of budget's tries on each create
 // that finds its parent gone; persistent nodes instead of containers
 // unless container.
 func (c *Client) mkdir(ctx context.Context, p string, container bool, budget *int) error {
