@@ -15,6 +15,7 @@ var (
 	SortChildren     = sortChildren
 	CompareUTF16     = compareUTF16
 	IsProtected      = isProtected
+	KazooProtected   = kazooProtected
 	ParseProtected   = parseProtected
 	ValidatePath     = validatePath
 	ValidateLockPath = validateLockPath

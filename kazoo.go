@@ -163,19 +163,11 @@ func (kazooDriver) checkLayout(base string, children []string) error {
 // lease, "<32 hex digits>": such a name, like a Curator-protected one, is
 // never used twice.
 func kazooProtected(name string) bool {
-	_, _, contender := layout.ParseKazoo(name)
-	if len(name) < 32 || !contender && len(name) != 32 {
-		return false
+	if _, _, contender := layout.ParseKazoo(name); contender && len(name) >= 32 {
+		return layout.IsKazooLease(name[:32]) // the contender's uuid
 	}
-	for i := 0; i < 32; i++ {
-		if !isHexLower(name[i]) {
-			return false
-		}
-	}
-	return true
+	return layout.IsKazooLease(name)
 }
-
-func isHexLower(b byte) bool { return '0' <= b && b <= '9' || 'a' <= b && b <= 'f' }
 
 // contenders returns the children that d's layout counts as contenders,
 // in place: for kazoo's, the contenders of its kind and of the kinds that

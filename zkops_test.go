@@ -232,8 +232,10 @@ func FuzzProtectedName(f *testing.F) {
 	f.Add("_c_53345F98-9423-4E0C-A7B5-9F819E3EC2E1-x", []byte("\x00"), "__WRIT__", int32(-1))
 	f.Fuzz(func(t *testing.T, name string, raw []byte, lockName string, seq int32) {
 		id, rest, ok := zklock.ParseProtected(name)
-		if ok != zklock.IsProtected(name) {
-			t.Fatalf("ParseProtected(%q) ok=%v, IsProtected=%v", name, ok, zklock.IsProtected(name))
+		// A unique name is Curator's protected one or kazoo's, never both.
+		kazoo := zklock.KazooProtected(name)
+		if ok && kazoo || zklock.IsProtected(name) != (ok || kazoo) {
+			t.Fatalf("ParseProtected(%q) ok=%v, KazooProtected=%v, IsProtected=%v", name, ok, kazoo, zklock.IsProtected(name))
 		}
 		m := protectedShape.FindStringSubmatch(name)
 		if ok != (m != nil) {
