@@ -101,15 +101,7 @@ func (e *env) serverCPU() time.Duration {
 	if !ok {
 		return -1
 	}
-	pid := p.PID(0)
-	if pid == 0 {
-		return -1
-	}
-	d, err := processCPU(pid)
-	if err != nil {
-		return -1
-	}
-	return d
+	return cpuOf(p.PID(0))
 }
 
 // sessions returns how many sessions the server tracks, from the dump

@@ -103,10 +103,19 @@ func (r *recorder) phase(ctx context.Context, name string) error {
 // clientCPU returns the CPU time of the process pid names so far, or -1
 // when it cannot be read.
 func clientCPU(pid func() int) time.Duration {
-	if pid == nil || pid() == 0 {
+	if pid == nil {
 		return -1
 	}
-	d, err := processCPU(pid())
+	return cpuOf(pid())
+}
+
+// cpuOf returns the CPU time process pid has used so far, or -1 when it
+// cannot be read (no process: pid 0; not Linux).
+func cpuOf(pid int) time.Duration {
+	if pid == 0 {
+		return -1
+	}
+	d, err := processCPU(pid)
 	if err != nil {
 		return -1
 	}
