@@ -117,9 +117,9 @@ type kazooDriver struct {
 }
 
 var (
-	kazooLock  = kazooDriver{layout.KazooLockName, []string{layout.KazooLockName}}
-	kazooWrite = kazooDriver{layout.KazooLockName, []string{layout.KazooLockName, layout.KazooReadName}}
-	kazooRead  = kazooDriver{layout.KazooReadName, []string{layout.KazooLockName}}
+	kazooLock  = kazooDriver{layout.KazooLockName, layout.KazooBlockers(false)}
+	kazooWrite = kazooDriver{layout.KazooLockName, layout.KazooBlockers(true)}
+	kazooRead  = kazooDriver{layout.KazooReadName, layout.KazooBlockers(false)}
 )
 
 // CreateNode creates "<uuid hex><kind><seq10>" beside path's last segment
@@ -192,10 +192,4 @@ func probeName(d Driver, lockName string) string {
 		return kd.kind + "9999999999"
 	}
 	return lockName + strings.Repeat("\uffff", 16)
-}
-
-// kazooSeq returns the sequence of a kazoo contender's name, as text.
-func kazooSeq(name string) string {
-	_, seq, _ := layout.ParseKazoo(name)
-	return seq
 }

@@ -70,18 +70,17 @@ func NewReadWriteLock(c *Client, path string, opts ...LockOption) (*ReadWriteLoc
 }
 
 // rwNames are the node names of a read/write lock's two sides in one
-// layout, and how a node's sequence is read.
+// layout.
 type rwNames struct {
 	write, read  string
-	seq          func(name string) string
 	writeVariant string // the write side's lockID variant
 }
 
 var (
-	curatorRW = rwNames{writeLockName, readLockName, rwSortKey, ""}
+	curatorRW = rwNames{writeLockName, readLockName, ""}
 	// kazoo's WriteLock names its nodes as its Lock does, and counts the
 	// readers a Lock ignores: a Mutex's hold is no write hold.
-	kazooRW = rwNames{layout.KazooLockName, layout.KazooReadName, kazooSeq, "write"}
+	kazooRW = rwNames{layout.KazooLockName, layout.KazooReadName, "write"}
 )
 
 // ReadLock returns the shared side of the lock, or nil for a
@@ -120,7 +119,8 @@ func (rw *ReadWriteLock) admitReader(ctx context.Context) (*placement, error) {
 	if !wh.isLive() {
 		return nil, nil
 	}
-	return &placement{name: rw.names.read + rw.names.seq(wh.node.name), guard: wh.node.path}, nil
+	// The write side's sort key is its node's sequence, in either layout.
+	return &placement{name: rw.names.read + rw.write.li.driver.SortKey(wh.node.name, rw.names.write), guard: wh.node.path}, nil
 }
 
 // isNode returns a test for the nodes of one side, by its lock name.

@@ -145,11 +145,7 @@ func (in *inspector) kazoo(ctx context.Context, v *queueView, names []string, rw
 		present[i] = n.Name
 	}
 	for i, n := range read {
-		blockers := []string{layout.KazooLockName}
-		if n.Kind == "write" {
-			blockers = append(blockers, layout.KazooReadName)
-		}
-		held, _, _ := layout.KazooGetsTheLock(present, n.Name, blockers...)
+		held, _, _ := layout.KazooGetsTheLock(present, n.Name, layout.KazooBlockers(n.Kind == "write")...)
 		read[i].Role = roleOf(held)
 	}
 	return nil

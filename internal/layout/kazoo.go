@@ -79,6 +79,17 @@ func KazooGetsTheLock(children []string, node string, blockers ...string) (acqui
 	return watch == "", watch, true
 }
 
+// KazooBlockers returns the kinds of contender that exclude a kazoo
+// contender (KazooGetsTheLock's blockers): both kinds for a WriteLock's
+// (write), KazooLockName alone for a Lock's, an Election's or a
+// ReadLock's.
+func KazooBlockers(write bool) []string {
+	if write {
+		return []string{KazooLockName, KazooReadName}
+	}
+	return []string{KazooLockName}
+}
+
 func isKind(kind string, kinds []string) bool {
 	for _, k := range kinds {
 		if k == kind {
