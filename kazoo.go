@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklock/zklock/internal/layout"
@@ -61,6 +62,16 @@ func WithLayout(l Layout) LockOption {
 // guess an order. Its error names both layouts, the path and a node of
 // the other layout. The acquire leaves no node behind.
 var ErrLayoutMismatch = errors.New("zklock: lock nodes of two layouts on one path")
+
+// kazooText refuses, in kazoo's layout, node data that is not UTF-8,
+// which kazoo's reader (contenders(), lease_holders()) decodes as text.
+func (o lockOptions) kazooText(kind, p, what, reader string, data []byte) error {
+	if o.layout != LayoutKazoo || utf8.Valid(data) {
+		return nil
+	}
+	return errorf(ErrInvalidArgument, "%s %s: kazoo's layout: %s data of %d bytes is not UTF-8, which kazoo's %s reads it as",
+		kind, quotePath(p), what, len(data), reader)
+}
 
 // layoutDriver is implemented by the built-in drivers: layout is the
 // layout of their nodes, and checkLayout refuses a listing of the lock at

@@ -4,7 +4,6 @@ import (
 	"context"
 	"path"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklock/zklock/internal/layout"
@@ -101,8 +100,8 @@ func newMutex(c *Client, path, lockName, variant string, maxLeases int, o lockOp
 	if err != nil {
 		return nil, err
 	}
-	if o.layout == LayoutKazoo && !utf8.Valid(data) {
-		return nil, errorf(ErrInvalidArgument, "lock %s: kazoo's layout: node data of %d bytes is not UTF-8, which kazoo's contenders() reads it as", quotePath(path), len(data))
+	if err := o.kazooText("lock", path, "node", "contenders()", data); err != nil {
+		return nil, err
 	}
 	if o.driver == nil {
 		o.driver = StandardDriver{}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklock/zklock/internal/layout"
@@ -89,8 +88,8 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 	if err != nil {
 		return nil, err
 	}
-	if o.layout == LayoutKazoo && !utf8.Valid(data) {
-		return nil, errorf(ErrInvalidArgument, "semaphore %s: kazoo's layout: lease data of %d bytes is not UTF-8, which kazoo's lease_holders() reads it as", quotePath(path), len(data))
+	if err := o.kazooText("semaphore", path, "lease", "lease_holders()", data); err != nil {
+		return nil, err
 	}
 	s := &Semaphore{kind: RecipeSemaphore, maxHold: o.maxHold, c: c, path: path, maxLeases: maxLeases, data: data,
 		layout: o.layout, live: new(atomic.Int32)}
