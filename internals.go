@@ -578,16 +578,16 @@ func (li *lockInternals) wait(ctx context.Context, n *lockNode, req acquireReq, 
 // likely holds, and the waiter lists then, while it holds, so that its
 // release grants at once.
 func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []string, req acquireReq) (verdict, error) {
+	var err error
 	if children == nil {
-		var err error
 		if children, err = li.children(ctx); err != nil {
 			return verdict{}, err
 		}
 	}
-	if err := checkLayout(li.driver, li.basePath, children); err != nil {
+	if children, err = li.contenders(children); err != nil {
 		return verdict{}, err
 	}
-	children = sortUpTo(contenders(li.driver, children), n.name, li.lockName, li.driver)
+	children = sortUpTo(children, n.name, li.lockName, li.driver)
 	if n.position < 0 {
 		n.position = len(children) - 1
 	}
@@ -782,12 +782,21 @@ func (li *lockInternals) sortedChildren(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if children, err = li.contenders(children); err != nil {
+		return nil, err
+	}
+	sortChildren(children, li.lockName, li.driver)
+	return children, nil
+}
+
+// contenders returns, of a listing of the lock, its layout's contenders,
+// in place, or an error wrapping ErrLayoutMismatch if another layout's
+// nodes are among the children.
+func (li *lockInternals) contenders(children []string) ([]string, error) {
 	if err := checkLayout(li.driver, li.basePath, children); err != nil {
 		return nil, err
 	}
-	children = contenders(li.driver, children)
-	sortChildren(children, li.lockName, li.driver)
-	return children, nil
+	return contenders(li.driver, children), nil
 }
 
 // verdict is one decision of a waiter's decide step.
