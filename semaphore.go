@@ -30,7 +30,13 @@ const leaseName = "lease-"
 // lost, with the cause, a fencing token, and a Release that it owes once;
 // any goroutine may release it. As in Curator, nothing checks
 // that every process uses the same maxLeases; a lease is granted while the
-// leases node has at most maxLeases children, whoever made them.
+// leases node has at most maxLeases children, whoever made them. The
+// first acquire of each Semaphore checks that path holds no lease of a
+// kazoo Semaphore, which counts its leases as path's own children and so
+// never sees these, and fails with [ErrLayoutMismatch] if it does; a
+// kazoo process that starts later on the same path is not seen by a
+// Semaphore that checked before it (nor does kazoo see Curator's leases):
+// give each path one layout.
 //
 // With [WithLayout](LayoutKazoo) it is kazoo's Semaphore instead: a kazoo
 // Lock at path + "-__lock__" orders the acquirers; the one at its head
@@ -54,7 +60,7 @@ type Semaphore struct {
 	layout    Layout        // its nodes' layout
 
 	live   liveCounter // leases that stand: the Semaphore's own count, or a SemaphoreMutex's lockCount
-	pooled atomic.Bool // kazoo's layout: the pool was checked (see ensurePool)
+	pooled atomic.Bool // the path was checked: in kazoo's layout, the pool (see ensurePool); in Curator's, for kazoo's leases (see checkNoKazooLeases)
 }
 
 // Lease is one lease of a Semaphore: a hold of one lease node, with the
@@ -256,6 +262,9 @@ func (s *Semaphore) acquireOnceTry(ctx context.Context, n int, try bool, to gran
 func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, to grantTo) ([]*Lease, error) {
 	if s.layout == LayoutKazoo {
 		return s.acquireKazoo(ctx, n, try, to)
+	}
+	if err := s.checkNoKazooLeases(ctx); err != nil {
+		return nil, err
 	}
 	c := s.c
 	lock, _, err := s.lock.acquire(ctx, acquireReq{data: c.opts.nodeData, try: try})

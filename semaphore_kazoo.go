@@ -151,6 +151,33 @@ func (s *Semaphore) ensurePool(ctx context.Context) error {
 	return fmt.Errorf("semaphore pool %s was deleted as often as it was made: %w", s.path, zk.ErrNoNode)
 }
 
+// checkNoKazooLeases lists the Semaphore's path once per Semaphore in
+// Curator's layout, as ensurePool checks kazoo's pool once: a child with
+// a kazoo lease's name is a lease of a kazoo Semaphore on the same path,
+// which counts its leases there while Curator's layout counts them under
+// path/leases, so that neither sees the other's. The acquire is refused
+// with ErrLayoutMismatch rather than hold beside it. A path not made yet
+// holds no lease.
+func (s *Semaphore) checkNoKazooLeases(ctx context.Context) error {
+	if s.pooled.Load() {
+		return nil
+	}
+	c := s.c
+	base := c.fullPath(s.path)
+	children, err := retry(c, ctx, func() ([]string, error) {
+		ch, _, err := c.zc.Children(ctx, base)
+		return ch, err
+	})
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	if i := slices.IndexFunc(children, layout.IsKazooLease); i >= 0 {
+		return layoutMismatch(base, LayoutCurator, LayoutKazoo, children[i])
+	}
+	s.pooled.Store(true)
+	return nil
+}
+
 // makePool creates the pool node holding maxLeases, and its missing
 // parents, PERSISTENT. It reports false if another process made it first.
 func (s *Semaphore) makePool(ctx context.Context) (bool, error) {

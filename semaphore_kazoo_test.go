@@ -175,6 +175,38 @@ func TestIntegration_KazooSemaphoreLayoutMismatch(t *testing.T) {
 	}
 }
 
+// The other way round: a kazoo lease in the pool (a kazoo process's, or
+// a Semaphore's in kazoo's layout) under a Semaphore of Curator's layout,
+// which counts its leases under path/leases and would not see it. The
+// acquire refuses, naming both layouts and the lease, and leaves no node
+// of its own; so does a SemaphoreMutex.
+func TestIntegration_CuratorSemaphoreRefusesKazooLeases(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	kazoo := e.kazooSemaphore(c, "/sem", 1)
+	l, err := kazoo.Acquire(context.Background())
+	require.NoError(t, err)
+	curator := e.semaphore(c, "/sem", 1)
+	mutex, err := zklock.NewSemaphoreMutex(c, e.root+"/sem")
+	require.NoError(t, err)
+	for name, acquire := range map[string]func(context.Context) error{
+		"Acquire":    func(ctx context.Context) error { _, err := curator.Acquire(ctx); return err },
+		"TryAcquire": func(ctx context.Context) error { _, err := curator.TryAcquire(ctx); return err },
+		"Mutex.Lock": func(ctx context.Context) error { _, err := mutex.Lock(ctx); return err },
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = acquire(ctx)
+		cancel()
+		require.ErrorIs(t, err, zklock.ErrLayoutMismatch, name)
+		assert.Contains(t, err.Error(), "kazoo", name)
+		assert.Contains(t, err.Error(), "curator", name)
+		assert.Contains(t, err.Error(), path.Base(l.Node()), name)
+		assert.Equal(t, []string{path.Base(l.Node())}, e.children(e.root+"/sem"), name)
+	}
+	require.NoError(t, l.Release())
+}
+
 // A lease create whose reply is lost is found again by its uuid, as
 // kazoo finds it (by its name): one lease node, no orphan.
 func TestIntegration_KazooSemaphoreLostLeaseCreate(t *testing.T) {
