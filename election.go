@@ -391,7 +391,9 @@ func observe(ctx context.Context, li *lockInternals, out chan Leader) {
 			continue
 		case err != nil:
 			l = Leader{Err: wrapf(err, "observe %s", c.relPath(li.basePath))}
-			watch = backOff(c)
+			if watch == nil {
+				watch = backOff(c)
+			}
 		}
 		if last == nil || last.ID != l.ID || last.Node != l.Node || (last.Err == nil) != (l.Err == nil) {
 			publish(out, l)
@@ -435,7 +437,8 @@ func backOff(c *Client) <-chan zk.Event {
 
 // watchLeader reads the leader of li's path and sets a watch that fires
 // when it may have changed: on the path's children, or, while the path
-// does not exist, on its creation.
+// does not exist, on its creation. Another layout's node among the
+// children is an error wrapping ErrLayoutMismatch, with the watch.
 func watchLeader(ctx context.Context, li *lockInternals) (Leader, <-chan zk.Event, error) {
 	c := li.c
 	type listing struct {
@@ -456,7 +459,9 @@ func watchLeader(ctx context.Context, li *lockInternals) (Leader, <-chan zk.Even
 	if err != nil {
 		return Leader{}, nil, closedErr(err)
 	}
-	ls.children = contenders(li.driver, ls.children)
+	if ls.children, err = li.contenders(ls.children); err != nil {
+		return Leader{}, ls.watch, err // a mix-up of layouts: read again when it changes
+	}
 	sortChildren(ls.children, li.lockName, li.driver)
 	for _, ch := range ls.children {
 		full := path.Join(li.basePath, ch)

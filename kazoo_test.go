@@ -241,6 +241,41 @@ func TestIntegration_KazooElection(t *testing.T) {
 	require.NoError(t, e.admin.Delete(p+"/not-a-contender", -1))
 }
 
+// A kazoo contender on an election of Curator's layout: Leader refuses,
+// and Observe reports the mix-up (ErrLayoutMismatch, the node named)
+// rather than a leader of either layout's order; once the kazoo node is
+// gone it reports the election's own leader, woken by the path's watch.
+func TestIntegration_ElectionObserveRefusesLayoutMixUp(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	p := e.root + "/election"
+	el := e.election(c, "/election", "go-leader")
+	h, err := el.Campaign(context.Background())
+	require.NoError(t, err)
+	py := kazooContender(t, e, p, "__lock__", "py")
+
+	_, err = el.Leader(context.Background())
+	require.ErrorIs(t, err, zklock.ErrLayoutMismatch)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	obs := el.Observe(ctx)
+	l := <-obs
+	require.ErrorIs(t, l.Err, zklock.ErrLayoutMismatch, "leader %+v", l)
+	assert.Contains(t, l.Err.Error(), path.Base(py))
+	assert.Empty(t, l.ID)
+
+	require.NoError(t, e.admin.Delete(py, -1))
+	select {
+	case l = <-obs:
+		require.NoError(t, l.Err)
+		assert.Equal(t, "go-leader", l.ID)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Observe did not report the leader once the kazoo node was gone")
+	}
+	require.NoError(t, h.Release())
+}
+
 // WithLayout's bad input: an unknown layout, a layout beside a Driver,
 // each refused with ErrInvalidArgument naming the path, by every recipe
 // that takes a layout.
