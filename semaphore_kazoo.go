@@ -96,16 +96,23 @@ func (s *Semaphore) decideKazoo(ctx context.Context, n int) (verdict, error) {
 // createKazooLeases creates n lease nodes "<uuid hex>" in the pool, each
 // guarded by the lock node (see acquireKazoo) and found again by its name
 // after a connection loss, as kazoo finds its lease. On failure it deletes
-// those it made; the lock node's loss is errNodeGone, to queue again.
+// those it made; the lock node's loss, or the pool's, is errNodeGone, to
+// queue again.
 func (s *Semaphore) createKazooLeases(ctx context.Context, n int, lock *lockNode) ([]*lockNode, error) {
 	c := s.c
 	made := make([]*lockNode, 0, n)
 	for range n {
 		// The prefix is the whole name: the base after the pool is empty.
-		p, err := c.createIn(ctx, LayoutKazoo, s.leases+"/", s.data, zk.FlagEphemeral, lock.path)
+		// A pool deleted since decideKazoo is made again by ensurePool,
+		// with its size, on the next attempt; not here, empty.
+		p, err := c.createInKept(ctx, LayoutKazoo, s.leases+"/", s.data, zk.FlagEphemeral, lock.path)
 		if err != nil {
 			deleteNodes(ctx, c, made)
-			if errors.Is(err, ErrLockLost) {
+			switch {
+			case errors.Is(err, zk.ErrNoNode):
+				s.pooled.Store(false)
+				return nil, errNodeGone
+			case errors.Is(err, ErrLockLost):
 				return nil, errNodeGone
 			}
 			return nil, closedErr(err)

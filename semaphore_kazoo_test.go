@@ -246,6 +246,39 @@ func TestIntegration_KazooSemaphoreLostLeaseCreate(t *testing.T) {
 	require.NoError(t, l.Release())
 }
 
+// The pool deleted (an operator's cleanup, while no lease is out) after
+// the acquirer counted it and before its lease's create: the acquire
+// makes the pool again as kazoo would, holding its size, and takes its
+// lease in it. A pool made empty by the lease's create would crash a
+// kazoo process, which reads the size with int().
+func TestIntegration_KazooSemaphorePoolDeletedBeforeLease(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	p := e.root + "/sem"
+	c, f := e.faultClient()
+	s := e.kazooSemaphore(c, "/sem", 2)
+	l, err := s.Acquire(context.Background()) // the pool is checked, once
+	require.NoError(t, err)
+	require.NoError(t, l.Release())
+	waitChildren(t, e, p, 0)
+
+	var deleted atomic.Int32
+	f.setMulti(func(ctx context.Context, real zklock.ZKConn, ops ...any) ([]zk.MultiResponse, error) {
+		if cr, ok := ops[len(ops)-1].(*zk.CreateRequest); ok && path.Dir(cr.Path) == p && deleted.Add(1) == 1 {
+			require.NoError(t, e.admin.Delete(p, -1))
+		}
+		return real.Multi(ctx, ops...)
+	})
+	l, err = s.Acquire(context.Background())
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, deleted.Load(), "a lease create found no pool, and the next found one")
+	data, _, err := e.admin.Get(p)
+	require.NoError(t, err)
+	assert.Equal(t, "2", string(data), "the pool made again holds its size")
+	assert.Equal(t, []string{path.Base(l.Node())}, e.children(p))
+	require.NoError(t, l.Release())
+}
+
 // AcquireN in kazoo's layout takes n leases at once, or none; a
 // SemaphoreMutex in kazoo's layout is a kazoo Semaphore of one lease.
 func TestIntegration_KazooSemaphoreAcquireNAndMutex(t *testing.T) {

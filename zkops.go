@@ -240,6 +240,27 @@ func (c *Client) createKazoo(ctx context.Context, p string, data []byte) (string
 
 // createIn is a protected create in layout l's form.
 func (c *Client) createIn(ctx context.Context, l Layout, p string, data []byte, flags int32, guard string) (string, error) {
+	pc, err := c.protected(l, p, data, flags, guard)
+	if err != nil {
+		return "", err
+	}
+	return pc.run(ctx)
+}
+
+// createInKept is createIn under a parent that only its maker may make
+// again (a kazoo Semaphore's pool, whose data is its size): a missing
+// parent fails the create with an error wrapping zk.ErrNoNode.
+func (c *Client) createInKept(ctx context.Context, l Layout, p string, data []byte, flags int32, guard string) (string, error) {
+	pc, err := c.protected(l, p, data, flags, guard)
+	if err != nil {
+		return "", err
+	}
+	pc.missingParentTries = missingParentTries // none left to spend
+	return pc.run(ctx)
+}
+
+// protected prepares a protected create of p in layout l's form.
+func (c *Client) protected(l Layout, p string, data []byte, flags int32, guard string) (*protectedCreate, error) {
 	parent, base := path.Split(p)
 	parent = strings.TrimSuffix(parent, "/")
 	if parent == "" {
@@ -247,10 +268,9 @@ func (c *Client) createIn(ctx context.Context, l Layout, p string, data []byte, 
 	}
 	acl, err := c.aclFor(p)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	pc := &protectedCreate{c: c, layout: l, parent: parent, base: base, data: data, flags: flags, guard: guard, acl: acl}
-	return pc.run(ctx)
+	return &protectedCreate{c: c, layout: l, parent: parent, base: base, data: data, flags: flags, guard: guard, acl: acl}, nil
 }
 
 // aclFor returns the ACL of a node the library creates at p. An empty ACL
@@ -517,9 +537,9 @@ func (c *Client) mkdir(ctx context.Context, p string, container bool, budget *in
 	for {
 		_, err = retry(c, ctx, func() (string, error) {
 			if container {
-				return c.zc.CreateContainer(ctx, p, nil, zk.FlagContainer, acl)
+				return c.zc.CreateContainer(ctx, p, []byte{}, zk.FlagContainer, acl)
 			}
-			return c.zc.Create(ctx, p, nil, 0, acl)
+			return c.zc.Create(ctx, p, []byte{}, 0, acl) // empty, not null: kazoo reads a null as None
 		})
 		switch {
 		case err == nil || errors.Is(err, zk.ErrNodeExists):
