@@ -35,8 +35,7 @@ type reading struct {
 
 // readings reads the children of the lock path l lists in each layout:
 // kazoo's contenders as a kazoo Lock's or ReadLock/WriteLock's; the
-// leases of a kazoo Semaphore, if its lock PATH-__lock__ exists beside
-// it; and the other children in Curator's layout (detect). The last is a
+// leases of a kazoo Semaphore (see kazooPool); and the other children in Curator's layout (detect). The last is a
 // reading only if it finds a lock, or if there is no other reading (a
 // free path, a path of no layout known); otherwise those children are
 // rest, none of them a lock node. A path with more than one reading is a
@@ -96,10 +95,12 @@ func isKazooContender(name string) bool {
 }
 
 // kazooPool reports whether the lock path is a kazoo Semaphore's pool,
-// as far as its listing tells: it has a lease's name among its children
-// (see listWith) and the Semaphore's lock, PATH-__lock__, exists.
+// as far as its listing tells: it has a lease's name, 32 hex digits,
+// among its children (see listWith), a name that no other layout makes.
+// The Semaphore's lock, PATH-__lock__, need not exist: a lease holds
+// while an operator's cleanup deletes it, and must be shown.
 func (l *listing) kazooPool() bool {
-	return l.kazoo != nil && l.kazoo.exists
+	return l.kazoo != nil
 }
 
 // kazooOrder returns kazoo's contenders names in kazoo's order: by

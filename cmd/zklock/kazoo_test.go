@@ -217,6 +217,25 @@ func TestInspectKazooSemaphore(t *testing.T) {
 	assert.Contains(t, r.stdout, "deleted "+l1+" (session "+e.session(c1)+", owner py-1")
 }
 
+// A kazoo Semaphore whose lock, PATH-__lock__, an operator deleted while
+// a lease is out: the lease still holds, and inspect and list show it.
+func TestInspectKazooSemaphoreWithoutItsLock(t *testing.T) {
+	e := setup(t)
+	e.kazooPool(e.path, 2)
+	e.kazooLease(e.client(), e.path, "py-1")
+
+	v := e.inspectJSON(e.path)
+	assert.Equal(t, "kazoo-semaphore", v.Recipe)
+	assert.Equal(t, []string{"holder"}, v.roles())
+	assert.Equal(t, []string{"py-1"}, v.owners())
+	if assert.NotNil(t, v.MaxLeases) {
+		assert.Equal(t, 2, *v.MaxLeases)
+	}
+	assert.Equal(t, []listJSON{
+		{Path: e.path, Recipe: "kazoo-semaphore", Holders: 1, Owners: []string{"py-1"}},
+	}, ignoreAge(e.listJSON(e.root)))
+}
+
 // list finds kazoo's locks beside Curator's: a Lock, a ReadLock's
 // readers, and a Semaphore, whose lock (the sibling PATH-__lock__) is
 // read as its acquirers and not listed again.

@@ -173,7 +173,7 @@ func TestListingsAgree(t *testing.T) {
 	assert.False(t, a.same(b), "an acquirer less")
 	b, _, err = listWith("/p", tree(map[string][]string{"/p": {kazooLease}}))
 	require.NoError(t, err)
-	assert.False(t, b.kazooPool(), "no lock beside the pool")
+	assert.True(t, b.kazooPool(), "a lease's name makes a pool, with no lock beside it")
 	assert.False(t, a.same(b), "no lock beside the pool")
 
 	gone, _, err := listWith("/m", tree(nil))
