@@ -79,8 +79,9 @@ type Lease struct {
 // [WithMaxHold] bounds each lease, and [WithLayout] chooses Curator's
 // layout (the default) or kazoo's; [WithDriver] is refused. It returns
 // ErrInvalidArgument for maxLeases outside 1..2^31-1 (ZooKeeper counts
-// children and sequence numbers in an int32), and for lease data that is
-// not UTF-8 in kazoo's layout (kazoo reads it as text), and
+// children and sequence numbers in an int32), and for lease data, or the
+// Client's node data that its lock's nodes hold, that is not UTF-8 in
+// kazoo's layout (kazoo reads it as text), and
 // ErrInvalidPath for a bad path. It does no I/O.
 func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*Semaphore, error) {
 	if maxLeases < 1 || maxLeases > math.MaxInt32 {
@@ -95,6 +96,10 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 		return nil, err
 	}
 	if err := o.kazooText("semaphore", path, "lease", "lease_holders()", data); err != nil {
+		return nil, err
+	}
+	// Its lock's nodes hold the Client's node data, read as kazoo's.
+	if err := o.kazooText("semaphore", path, "the Client's node", "Lock.contenders() on its lock", c.opts.nodeData); err != nil {
 		return nil, err
 	}
 	s := &Semaphore{kind: RecipeSemaphore, maxHold: o.maxHold, c: c, path: path, maxLeases: maxLeases, data: data,

@@ -431,6 +431,11 @@ func TestIntegration_KazooLeaseDataMustBeUTF8(t *testing.T) {
 	_, err = zklock.NewSemaphoreMutex(e.client(zklock.WithNodeData([]byte{0xff})), "/m", zklock.WithLayout(zklock.LayoutKazoo))
 	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "not UTF-8")
+	// The Client's node data is its lock's nodes' data, a kazoo Lock's.
+	text := zklock.WithLockData([]byte("go-worker"))
+	_, err = zklock.NewSemaphore(e.client(zklock.WithNodeData([]byte{0xff})), "/s", 2, zklock.WithLayout(zklock.LayoutKazoo), text)
+	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "the Client's node data")
 	_, err = zklock.NewSemaphore(c, "/s", 2, bin)
 	require.NoError(t, err)
 }
