@@ -30,6 +30,10 @@ const (
 	// revocation: MakeRevocable and Revoke work between zklock processes
 	// only, and a kazoo holder ignores them. NewMultiLockPaths takes no
 	// options: build a MultiLock of kazoo Mutexes with NewMultiLock.
+	// Both layouts order contenders by their sequence as text, so that
+	// both lose their order once a lock path's parent has had 2^31
+	// children created (ZooKeeper's counter then turns negative, and a
+	// "-" sorts first): delete and remake such a path before then.
 	LayoutKazoo
 )
 
@@ -60,7 +64,11 @@ func WithLayout(l Layout) LockOption {
 // process configured for one path): the two libraries would not see each
 // other's nodes as contenders, so zklock refuses to take part rather than
 // guess an order. Its error names both layouts, the path and a node of
-// the other layout. The acquire leaves no node behind.
+// the other layout. The acquire leaves no node behind. Leader,
+// Participants and Observe of an Election or a Selector refuse a mixed
+// path with it too. A Semaphore, whose layouts keep their leases in
+// different nodes, checks for the other layout's leases on its first
+// acquire (see [Semaphore]).
 var ErrLayoutMismatch = errors.New("zklock: lock nodes of two layouts on one path")
 
 // kazooText refuses, in kazoo's layout, node data that is not UTF-8,
