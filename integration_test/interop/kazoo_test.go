@@ -992,3 +992,28 @@ func TestIntegration_KazooLayoutMismatch(t *testing.T) {
 	j.Release("j")
 	zktest.WaitNoEphemerals(t, e.conn, e.root, cleanTimeout)
 }
+
+// A kazoo Semaphore's lease, from a real kazoo process, on the path of a
+// zklock Semaphore of Curator's layout: the two count their leases in
+// different nodes (kazoo the path's children, Curator path/leases), so
+// that both would hold beyond max; zklock refuses, naming both layouts
+// and kazoo's lease, and leaves no node.
+func TestIntegration_KazooLeaseRefusedByCuratorSemaphore(t *testing.T) {
+	e := kazooSetup(t)
+	k := e.kazoo
+	k.NewSemaphore("k", e.path, 1, "py")
+	require.True(t, k.Acquire("k", holdTimeout))
+	leases := k.Children(e.path)
+	require.Len(t, leases, 1)
+
+	s, err := zklock.NewSemaphore(e.client, e.path, 1)
+	require.NoError(t, err)
+	_, err = s.Acquire(bounded(t))
+	require.ErrorIs(t, err, zklock.ErrLayoutMismatch, "zklock took a Curator lease beside kazoo's")
+	assert.Contains(t, err.Error(), "curator")
+	assert.Contains(t, err.Error(), "kazoo")
+	assert.Contains(t, err.Error(), leases[0])
+	assert.Equal(t, leases, k.Children(e.path), "the refused acquire left a node")
+	k.Release("k")
+	zktest.WaitNoEphemerals(t, e.conn, e.root, cleanTimeout)
+}
