@@ -634,7 +634,10 @@ func refusedForGood(err error) bool {
 }
 
 // allRefused returns an error naming every address and why, when each
-// address's last dial was refused (or its name did not resolve), else nil.
+// address's last dial was refused for good (see refusedForGood), else nil.
+// Its headline says what they share, and only that: a list where one
+// server refused and another is no ZooKeeper is "no server would give a
+// session", not either alone.
 func (w *dialWatch) allRefused() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -642,18 +645,44 @@ func (w *dialWatch) allRefused() error {
 		return nil
 	}
 	errs := sortedErrs(w.refused)
-	what := "every server refused the connection: "
-	var dnsErr *net.DNSError
-	if slices.ContainsFunc(errs, func(err error) bool { return errors.As(err, &dnsErr) }) {
+	kinds := map[string]bool{}
+	for _, err := range errs {
+		kinds[refusalKind(err)] = true
+	}
+	what := "no server would give a session: "
+	switch {
+	case len(kinds) == 1 && kinds["refused"]:
+		what = "every server refused the connection: "
+	case len(kinds) == 1 && kinds["dns"]:
+		what = "no server name resolves: "
+	case len(kinds) == 2 && kinds["refused"] && kinds["dns"]:
 		what = "every server refused the connection or did not resolve: "
-	}
-	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, zksession.ErrNotTLS) }) {
+	case len(kinds) == 1 && kinds["tls"]:
 		what = "no TLS server at these addresses: "
-	}
-	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, zksession.ErrNotZooKeeper) }) {
+	case len(kinds) == 1 && kinds["zookeeper"]:
 		what = "no ZooKeeper server at these addresses: "
+	case len(kinds) == 1 && kinds["handshake"]:
+		what = "the TLS handshake failed at every server: "
 	}
 	return &wrapError{msg: what + joinMsgs(errs), errs: errs}
+}
+
+// refusalKind names the kind of a refusal for good: "refused", "dns",
+// "tls" (no TLS server), "zookeeper" (not ZooKeeper) or "handshake" (a
+// TLS handshake that failed).
+func refusalKind(err error) string {
+	var dnsErr *net.DNSError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.As(err, &dnsErr):
+		return "dns"
+	case errors.Is(err, zksession.ErrNotTLS):
+		return "tls"
+	case errors.Is(err, zksession.ErrNotZooKeeper):
+		return "zookeeper"
+	}
+	return "handshake"
 }
 
 // lastErrors describes every address's last dial or handshake error, ""

@@ -165,6 +165,28 @@ func TestConnectNotZooKeeper(t *testing.T) {
 	assert.Contains(t, err.Error(), closing+" accepted the connection, then EOF before any ZooKeeper reply")
 }
 
+// Servers refused for different reasons: the headline claims none of
+// them for all (it said "no ZooKeeper server at these addresses" when one
+// of two was not ZooKeeper and the other refused), and each is named
+// with its own.
+func TestConnectMixedRefusals(t *testing.T) {
+	t.Parallel()
+	http := notZooKeeper(t, func(conn net.Conn) {
+		conn.Read(make([]byte, 512))
+		io.WriteString(conn, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+	})
+	closed := closedPort(t)
+	_, err := zklock.Connect([]string{http, closed}, zklock.WithConnectTimeout(20*time.Second))
+	require.ErrorIs(t, err, zk.ErrNoServer)
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+	assert.Contains(t, err.Error(), "no server would give a session: ")
+	assert.NotContains(t, err.Error(), "no ZooKeeper server at these addresses")
+	assert.NotContains(t, err.Error(), "every server refused")
+	assert.Contains(t, err.Error(), http+" answered, but not as ZooKeeper")
+	assert.Contains(t, err.Error(), closed)
+	assert.Contains(t, err.Error(), "connection refused")
+}
+
 // No server name resolves: Connect says so, naming the names.
 func TestConnectUnresolvable(t *testing.T) {
 	t.Parallel()
