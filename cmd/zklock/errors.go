@@ -81,7 +81,7 @@ func isCause(err error) bool {
 func connectError(servers string, timeout time.Duration, err error) error {
 	if errors.Is(err, zk.ErrNoServer) && errors.Is(err, context.DeadlineExceeded) {
 		msg := fmt.Sprintf("connect to %s: no ZooKeeper session within %v (-connect-timeout)", servers, timeout)
-		return &cliError{msg: msg, err: err}
+		return &cliError{msg: msg + lastErrors(err.Error()), err: err}
 	}
 	if errors.Is(err, zk.ErrNoServer) {
 		// The library's own words name each server and what it answered
@@ -89,6 +89,18 @@ func connectError(servers string, timeout time.Duration, err error) error {
 		return &cliError{msg: strings.TrimPrefix(err.Error(), "zklock: "), err: err}
 	}
 	return opError("connect to", servers, err)
+}
+
+// lastErrors returns, as ": <errors>", what the library's connect error
+// says each server last answered ("(last errors: ...)" in its text: a
+// server that accepted and never answered, a refusal), or "".
+func lastErrors(msg string) string {
+	const mark = " (last errors: "
+	i, j := strings.Index(msg, mark), strings.LastIndex(msg, "): ")
+	if i < 0 || j < i {
+		return ""
+	}
+	return ": " + msg[i+len(mark):j]
 }
 
 // noNode reports, in the words given, that a path or node given on the
