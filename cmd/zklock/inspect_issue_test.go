@@ -136,3 +136,15 @@ func TestInspectLocksChildIsNotASemaphore(t *testing.T) {
 	assert.Contains(t, r.stdout, sem+": semaphore, 1 holder, 0 waiters")
 	assert.Contains(t, r.stdout, "not lock nodes, not counted: inner\n")
 }
+
+// inspect / reads the root as any path, leaving out ZooKeeper's own
+// /zookeeper, which the library refuses to read: it failed on it, exit 1,
+// where list / skips it.
+func TestInspectRoot(t *testing.T) {
+	e := setup(t)
+	for _, args := range [][]string{{"inspect", "/"}, {"inspect", "-json", "/"}} {
+		r := e.run(args...)
+		assert.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+		assert.NotContains(t, r.stderr+r.stdout, "zookeeper", args)
+	}
+}

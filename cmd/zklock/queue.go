@@ -180,6 +180,9 @@ func listWith(lock string, ls lister) (*listing, []<-chan zk.Event, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if lock == "/" { // ZooKeeper's own subtree holds no lock, and the library refuses to read it
+		children = slices.DeleteFunc(children, func(ch string) bool { return ch == "zookeeper" })
+	}
 	l := &listing{exists: exists, children: slices.Sorted(slices.Values(children))}
 	chans := []<-chan zk.Event{ch}
 	if slices.ContainsFunc(children, layout.IsKazooLease) {
