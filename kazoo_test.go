@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"path"
 	"regexp"
 	"testing"
@@ -274,6 +275,28 @@ func TestIntegration_ElectionObserveRefusesLayoutMixUp(t *testing.T) {
 		t.Fatal("Observe did not report the leader once the kazoo node was gone")
 	}
 	require.NoError(t, h.Release())
+}
+
+// The parents the library makes hold empty data, not null, as kazoo's
+// ensure_path and Curator make them: kazoo reads a null as None, and its
+// Semaphore, finding a pool of null data, fails on None.decode.
+func TestIntegration_ParentsHoldEmptyData(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client() // Connect: its reads tell null (nil) from empty
+	for _, l := range []zklock.Layout{zklock.LayoutCurator, zklock.LayoutKazoo} {
+		parent := fmt.Sprintf("%s/%v/a", e.root, l)
+		m, err := zklock.NewMutex(c, parent+"/lock", zklock.WithLayout(l))
+		require.NoError(t, err)
+		h, err := m.Lock(context.Background())
+		require.NoError(t, err)
+		for _, p := range []string{parent, parent + "/lock"} {
+			data, _, err := c.Get(context.Background(), p)
+			require.NoError(t, err, p)
+			assert.NotNil(t, data, "%v layout: %s holds null data", l, p)
+		}
+		require.NoError(t, h.Release())
+	}
 }
 
 // WithLayout's bad input: an unknown layout, a layout beside a Driver,

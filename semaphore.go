@@ -31,9 +31,10 @@ const leaseName = "lease-"
 // any goroutine may release it. As in Curator, nothing checks
 // that every process uses the same maxLeases; a lease is granted while the
 // leases node has at most maxLeases children, whoever made them. The
-// first acquire of each Semaphore checks that path holds no lease of a
-// kazoo Semaphore, which counts its leases as path's own children and so
-// never sees these, and fails with [ErrLayoutMismatch] if it does; a
+// first acquire of each Semaphore checks that path is no kazoo
+// Semaphore's (a lease of one among path's children, or its lock beside
+// path), which counts its leases as path's own children and so never
+// sees these, and fails with [ErrLayoutMismatch] if it is; a
 // kazoo process that starts later on the same path is not seen by a
 // Semaphore that checked before it (nor does kazoo see Curator's leases):
 // give each path one layout.
@@ -79,9 +80,8 @@ type Lease struct {
 // [WithMaxHold] bounds each lease, and [WithLayout] chooses Curator's
 // layout (the default) or kazoo's; [WithDriver] is refused. It returns
 // ErrInvalidArgument for maxLeases outside 1..2^31-1 (ZooKeeper counts
-// children and sequence numbers in an int32), and for lease data, or the
-// Client's node data that its lock's nodes hold, that is not UTF-8 in
-// kazoo's layout (kazoo reads it as text), and
+// children and sequence numbers in an int32), and for lease data that is
+// not UTF-8 in kazoo's layout (kazoo reads it as text), and
 // ErrInvalidPath for a bad path. It does no I/O.
 func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*Semaphore, error) {
 	if maxLeases < 1 || maxLeases > math.MaxInt32 {
@@ -96,10 +96,6 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 		return nil, err
 	}
 	if err := o.kazooText("semaphore", path, "lease", "lease_holders()", data); err != nil {
-		return nil, err
-	}
-	// Its lock's nodes hold the Client's node data, read as kazoo's.
-	if err := o.kazooText("semaphore", path, "the Client's node", "Lock.contenders() on its lock", c.opts.nodeData); err != nil {
 		return nil, err
 	}
 	s := &Semaphore{kind: RecipeSemaphore, maxHold: o.maxHold, c: c, path: path, maxLeases: maxLeases, data: data,

@@ -46,7 +46,9 @@ func (s *Semaphore) acquireKazoo(ctx context.Context, n int, try bool, to grantT
 	if err := s.ensurePool(ctx); err != nil {
 		return nil, err
 	}
-	lock, _, err := s.lock.acquire(ctx, acquireReq{data: c.opts.nodeData, try: try})
+	// kazoo's Semaphore makes its Lock with its identifier, the leases'
+	// data: its lock nodes hold that, not the Client's node data.
+	lock, _, err := s.lock.acquire(ctx, acquireReq{data: s.data, try: try})
 	if err != nil {
 		return nil, err
 	}
@@ -158,13 +160,16 @@ func (s *Semaphore) ensurePool(ctx context.Context) error {
 	return fmt.Errorf("semaphore pool %s was deleted as often as it was made: %w", s.path, zk.ErrNoNode)
 }
 
-// checkNoKazooLeases lists the Semaphore's path once per Semaphore in
-// Curator's layout, as ensurePool checks kazoo's pool once: a child with
-// a kazoo lease's name is a lease of a kazoo Semaphore on the same path,
-// which counts its leases there while Curator's layout counts them under
-// path/leases, so that neither sees the other's. The acquire is refused
-// with ErrLayoutMismatch rather than hold beside it. A path not made yet
-// holds no lease.
+// checkNoKazooLeases checks the Semaphore's path once per Semaphore in
+// Curator's layout, as ensurePool checks kazoo's pool once, for a kazoo
+// Semaphore on the same path, which counts its leases as the path's own
+// children and so never sees Curator's, nor they its: the acquire is
+// refused with ErrLayoutMismatch rather than hold beside it. The signs
+// are kazoo's: a lease, an EPHEMERAL child named with 32 hex digits
+// (a persistent one, such as a lock path named by a hash, is not); and
+// the lock that orders kazoo's acquirers, path + "-__lock__", which
+// stays once made, so that an idle kazoo pool is seen too. A path not
+// made yet holds neither; a node the Client may not read is no sign.
 func (s *Semaphore) checkNoKazooLeases(ctx context.Context) error {
 	if s.pooled.Load() {
 		return nil
@@ -175,14 +180,48 @@ func (s *Semaphore) checkNoKazooLeases(ctx context.Context) error {
 		ch, _, err := c.zc.Children(ctx, base)
 		return ch, err
 	})
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNoAuth) {
 		return err
 	}
-	if i := slices.IndexFunc(children, layout.IsKazooLease); i >= 0 {
-		return layoutMismatch(base, LayoutCurator, LayoutKazoo, children[i])
+	for _, ch := range children {
+		if !layout.IsKazooLease(ch) {
+			continue
+		}
+		st, err := s.statIfReadable(ctx, path.Join(base, ch))
+		if err != nil {
+			return err
+		}
+		if st != nil && st.EphemeralOwner != 0 {
+			return layoutMismatch(base, LayoutCurator, LayoutKazoo, ch)
+		}
+	}
+	lock := c.fullPath(layout.KazooSemaphoreLock(s.path))
+	if st, err := s.statIfReadable(ctx, lock); err != nil || st != nil {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %s is a %s Semaphore's pool (its lock %s exists), not a %s one's; give each lock one layout",
+			ErrLayoutMismatch, base, LayoutKazoo, lock, LayoutCurator)
 	}
 	s.pooled.Store(true)
 	return nil
+}
+
+// statIfReadable returns the stat of the node at p (a full path), or nil
+// if it does not exist or the Client may not read it.
+func (s *Semaphore) statIfReadable(ctx context.Context, p string) (*zk.Stat, error) {
+	c := s.c
+	st, err := retry(c, ctx, func() (*zk.Stat, error) {
+		ok, st, err := c.zc.Exists(ctx, p)
+		if !ok {
+			st = nil
+		}
+		return st, err
+	})
+	if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNoAuth) {
+		return nil, nil
+	}
+	return st, err
 }
 
 // makePool creates the pool node holding maxLeases, and its missing

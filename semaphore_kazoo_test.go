@@ -246,6 +246,35 @@ func TestIntegration_KazooSemaphoreLostLeaseCreate(t *testing.T) {
 	require.NoError(t, l.Release())
 }
 
+// What is no kazoo Semaphore's is not refused, and an idle one is: a
+// persistent child named with 32 hex digits (a lock path named by a
+// hash) under a Semaphore of Curator's layout takes nothing from it; a
+// kazoo Semaphore with no lease out leaves its lock, path-__lock__, and
+// a Semaphore of Curator's layout refuses the path (its leases and locks
+// nodes in kazoo's pool would count as two of kazoo's leases).
+func TestIntegration_CuratorSemaphoreKazooSigns(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	hashed := e.root + "/sem/0123456789abcdef0123456789abcdef"
+	e.create(hashed)
+	l, err := e.semaphore(c, "/sem", 1).Acquire(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, l.Release())
+
+	kazoo := e.kazooSemaphore(c, "/idle", 1)
+	l, err = kazoo.Acquire(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, l.Release())
+	waitChildren(t, e, e.root+"/idle", 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = e.semaphore(c, "/idle", 1).Acquire(ctx)
+	require.ErrorIs(t, err, zklock.ErrLayoutMismatch)
+	assert.Contains(t, err.Error(), e.root+"/idle-__lock__")
+	assert.Empty(t, e.children(e.root+"/idle"), "the refused acquire made nodes in kazoo's pool")
+}
+
 // The pool deleted (an operator's cleanup, while no lease is out) after
 // the acquirer counted it and before its lease's create: the acquire
 // makes the pool again as kazoo would, holding its size, and takes its
@@ -431,11 +460,37 @@ func TestIntegration_KazooLeaseDataMustBeUTF8(t *testing.T) {
 	_, err = zklock.NewSemaphoreMutex(e.client(zklock.WithNodeData([]byte{0xff})), "/m", zklock.WithLayout(zklock.LayoutKazoo))
 	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "not UTF-8")
-	// The Client's node data is its lock's nodes' data, a kazoo Lock's.
-	text := zklock.WithLockData([]byte("go-worker"))
-	_, err = zklock.NewSemaphore(e.client(zklock.WithNodeData([]byte{0xff})), "/s", 2, zklock.WithLayout(zklock.LayoutKazoo), text)
-	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
-	assert.Contains(t, err.Error(), "the Client's node data")
 	_, err = zklock.NewSemaphore(c, "/s", 2, bin)
 	require.NoError(t, err)
+}
+
+// A kazoo Semaphore's lock nodes hold its identifier, the leases' data,
+// as kazoo's Semaphore makes its Lock, not the Client's node data: an
+// acquirer queued on the lock shows it, whatever the Client's data is.
+func TestIntegration_KazooSemaphoreLockNodesHoldItsData(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(zklock.WithNodeData([]byte{0xff})) // no text: kazoo could not read it
+	s := e.kazooSemaphore(c, "/sem", 1, zklock.WithLockData([]byte("go-worker")))
+	l, err := s.Acquire(context.Background())
+	require.NoError(t, err)
+	queued := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _, err := s.Acquire(ctx); queued <- err }()
+	defer cancel()
+	lock := e.root + "/sem-__lock__"
+	var data []byte
+	require.Eventually(t, func() bool { // the queued acquirer's node; the first's goes once it is granted
+		for _, ch := range e.children(lock) {
+			if d, _, err := e.admin.Get(lock + "/" + ch); err == nil {
+				data = d
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 5*time.Millisecond)
+	assert.Equal(t, "go-worker", string(data))
+	cancel()
+	require.ErrorIs(t, <-queued, context.Canceled)
+	require.NoError(t, l.Release())
 }
