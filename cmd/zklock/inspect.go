@@ -189,7 +189,7 @@ func (in *inspector) listWatched(ctx context.Context) (*listing, []<-chan zk.Eve
 		if err != nil || in.watch == nil {
 			return l, nil, err
 		}
-		w, chans, err := listWith(in.path, in.watchChildren)
+		w, chans, err := listWith(in.path, in.watchChildren, nil) // same compares no pool
 		if err != nil {
 			return nil, nil, err
 		}

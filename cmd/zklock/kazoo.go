@@ -96,11 +96,14 @@ func isKazooContender(name string) bool {
 
 // kazooPool reports whether the lock path is a kazoo Semaphore's pool,
 // as far as its listing tells: it has a lease's name, 32 hex digits,
-// among its children (see listWith), a name that no other layout makes.
-// The Semaphore's lock, PATH-__lock__, need not exist: a lease holds
-// while an operator's cleanup deletes it, and must be shown.
+// among its children (see listWith), and the Semaphore's lock,
+// PATH-__lock__, exists beside it, or, if that was deleted (an
+// operator's cleanup while a lease is out: the lease still holds, and
+// must be shown) or cannot be listed, the path's data is a max_leases.
+// A name alone is not enough: other software names ephemeral nodes with
+// uuid hex too (a service registry's members).
 func (l *listing) kazooPool() bool {
-	return l.kazoo != nil
+	return l.pool
 }
 
 // kazooOrder returns kazoo's contenders names in kazoo's order: by

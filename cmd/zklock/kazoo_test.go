@@ -236,6 +236,20 @@ func TestInspectKazooSemaphoreWithoutItsLock(t *testing.T) {
 	}, ignoreAge(e.listJSON(e.root)))
 }
 
+// Ephemeral nodes named with uuid hex that are no kazoo Semaphore's (a
+// service registry's members: no lock beside them, no size in their
+// parent's data) are not read as leases: no holder is shown.
+func TestInspectHexNamesAreNoPool(t *testing.T) {
+	e := setup(t)
+	e.kazooLease(e.client(), e.path, "worker-1")
+	v := e.inspectJSON(e.path)
+	assert.NotEqual(t, "kazoo-semaphore", v.Recipe)
+	assert.Zero(t, v.Holders)
+	for _, l := range e.listJSON(e.root) {
+		assert.NotEqual(t, "kazoo-semaphore", l.Recipe, l.Path)
+	}
+}
+
 // list finds kazoo's locks beside Curator's: a Lock, a ReadLock's
 // readers, and a Semaphore, whose lock (the sibling PATH-__lock__) is
 // read as its acquirers and not listed again.

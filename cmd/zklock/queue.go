@@ -121,8 +121,10 @@ type listing struct {
 	sem      *semNodes // nil unless the path is a Semaphore's
 	dirs     [2]dir    // the leases and locks nodes, as listed, if children holds a leases node
 	// kazoo is the listing of the kazoo Lock PATH-__lock__, beside the
-	// path, if children holds a kazoo Semaphore's lease (see kazooPool).
+	// path, if children holds a kazoo Semaphore's lease's name (see
+	// kazooPool); pool says the path is a kazoo Semaphore's pool.
 	kazoo *dir
+	pool  bool
 }
 
 // semNodes are the children of a Semaphore's leases and locks nodes.
@@ -165,6 +167,10 @@ func (in *inspector) list(ctx context.Context) (*listing, error) {
 	l, _, err := listWith(in.path, func(p string) ([]string, bool, <-chan zk.Event, error) {
 		children, exists, err := in.children(ctx, p)
 		return children, exists, nil, err
+	}, func(p string) bool {
+		data, _, err := in.c.Get(ctx, p)
+		_, ok := layout.KazooMaxLeases(data)
+		return err == nil && ok
 	})
 	return l, err
 }
@@ -174,8 +180,10 @@ func (in *inspector) list(ctx context.Context) (*listing, error) {
 // their next change (or at p's creation).
 type lister func(p string) (children []string, exists bool, watch <-chan zk.Event, err error)
 
-// listWith is list with ls, and also returns the watches ls set.
-func listWith(lock string, ls lister) (*listing, []<-chan zk.Event, error) {
+// listWith is list with ls, and also returns the watches ls set. sized,
+// if not nil, reports whether a node's data is a kazoo pool's max_leases
+// (see kazooPool).
+func listWith(lock string, ls lister, sized func(p string) bool) (*listing, []<-chan zk.Event, error) {
 	children, exists, ch, err := ls(lock)
 	if err != nil {
 		return nil, nil, err
@@ -187,10 +195,11 @@ func listWith(lock string, ls lister) (*listing, []<-chan zk.Event, error) {
 	chans := []<-chan zk.Event{ch}
 	if slices.ContainsFunc(children, layout.IsKazooLease) {
 		names, ok, ch, err := ls(layout.KazooSemaphoreLock(lock))
-		if err != nil {
-			return l, nil, err // read as no kazoo Semaphore's
-		}
 		l.kazoo = &dir{ok, slices.Sorted(slices.Values(names))}
+		l.pool = ok || sized != nil && sized(lock)
+		if err != nil {
+			return l, nil, err // its leases read as such if its data says it is a pool
+		}
 		chans = append(chans, ch)
 	}
 	if !slices.Contains(children, leasesNode) {

@@ -79,7 +79,7 @@ func TestListingBeside(t *testing.T) {
 	assert.Equal(t, []string{"sub"}, l.beside())
 	l = &listing{children: []string{"_c_a-lock-0000000001", kazooW1, "sub"}} // mixed
 	assert.Equal(t, []string{"sub"}, l.beside())
-	l = &listing{children: []string{kazooLease, "sub"}, kazoo: &dir{exists: true}}
+	l = &listing{children: []string{kazooLease, "sub"}, kazoo: &dir{exists: true}, pool: true}
 	assert.Equal(t, []string{"sub"}, l.beside())
 }
 
@@ -109,7 +109,7 @@ func TestReadings(t *testing.T) {
 		{"a kazoo Lock", listing{children: []string{kazooW1, sub}}, []string{recipeKazooLock}, []string{sub}, recipeKazooLock},
 		{"a kazoo ReadLock", listing{children: []string{kazooR2}}, []string{recipeKazooRWLock}, nil, recipeKazooRWLock},
 		{"kazoo readers and writers", listing{children: []string{kazooW1, kazooR2}}, []string{recipeKazooRWLock}, nil, recipeKazooRWLock},
-		{"a kazoo Semaphore", listing{children: []string{kazooLease, sub}, kazoo: pool}, []string{recipeKazooSemaphore}, []string{sub}, recipeKazooSemaphore},
+		{"a kazoo Semaphore", listing{children: []string{kazooLease, sub}, kazoo: pool, pool: true}, []string{recipeKazooSemaphore}, []string{sub}, recipeKazooSemaphore},
 		{"a lease's name without the Semaphore's lock", listing{children: []string{kazooLease}, kazoo: &dir{}}, []string{recipeUnknown}, nil, recipeUnknown},
 		{"Curator's and kazoo's", listing{children: []string{mutex, kazooW1, sub}}, []string{recipeMutex, recipeKazooLock}, nil, recipeMixed},
 		{"a Curator Semaphore and kazoo's", listing{children: []string{"leases", "locks", kazooR2}, sem: &semNodes{}},
@@ -156,29 +156,32 @@ func TestListingsAgree(t *testing.T) {
 		{"no locks node yet", map[string][]string{"/s": {"leases"}, "/s/leases": {lease}}, false},
 		{"gone", map[string][]string{}, false},
 	} {
-		a, _, err := listWith("/s", tree(sem))
+		a, _, err := listWith("/s", tree(sem), nil)
 		require.NoError(t, err)
-		b, _, err := listWith("/s", tree(tc.other))
+		b, _, err := listWith("/s", tree(tc.other), nil)
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, a.same(b), tc.name)
 		assert.Equal(t, tc.want, b.same(a), tc.name)
 	}
 	// A kazoo Semaphore's lock, beside the pool, is listed with it.
 	pool := map[string][]string{"/p": {kazooLease}, "/p-__lock__": {kazooW1}}
-	a, _, err := listWith("/p", tree(pool))
+	a, _, err := listWith("/p", tree(pool), nil)
 	require.NoError(t, err)
 	assert.True(t, a.kazooPool())
-	b, _, err := listWith("/p", tree(map[string][]string{"/p": {kazooLease}, "/p-__lock__": {}}))
+	b, _, err := listWith("/p", tree(map[string][]string{"/p": {kazooLease}, "/p-__lock__": {}}), nil)
 	require.NoError(t, err)
 	assert.False(t, a.same(b), "an acquirer less")
-	b, _, err = listWith("/p", tree(map[string][]string{"/p": {kazooLease}}))
+	b, _, err = listWith("/p", tree(map[string][]string{"/p": {kazooLease}}), nil)
 	require.NoError(t, err)
-	assert.True(t, b.kazooPool(), "a lease's name makes a pool, with no lock beside it")
+	assert.False(t, b.kazooPool(), "no lock beside the pool, and no size in its data")
+	sized, _, err := listWith("/p", tree(map[string][]string{"/p": {kazooLease}}), func(p string) bool { return p == "/p" })
+	require.NoError(t, err)
+	assert.True(t, sized.kazooPool(), "no lock beside the pool, and a size in its data")
 	assert.False(t, a.same(b), "no lock beside the pool")
 
-	gone, _, err := listWith("/m", tree(nil))
+	gone, _, err := listWith("/m", tree(nil), nil)
 	require.NoError(t, err)
-	empty, _, err := listWith("/m", tree(map[string][]string{"/m": nil}))
+	empty, _, err := listWith("/m", tree(map[string][]string{"/m": nil}), nil)
 	require.NoError(t, err)
 	assert.False(t, gone.same(empty), "a path created meanwhile")
 }
