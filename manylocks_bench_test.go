@@ -3,7 +3,9 @@ package zklock
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,7 +38,8 @@ func BenchmarkManyLocks(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	c, err := Connect(servers)
+	var calls ioCalls
+	c, err := Connect(servers, WithDialer(calls.dial))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -67,14 +70,46 @@ func BenchmarkManyLocks(b *testing.B) {
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
+	calls.reads.Store(0)
+	calls.writes.Store(0)
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	spread(func(i int) (err error) { hs[i], err = ms[i].Lock(ctx); return err })
 	spread(func(i int) error { return hs[i].Release() })
 	b.StopTimer()
 	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(calls.reads.Load())/float64(b.N), "reads/op")
+	b.ReportMetric(float64(calls.writes.Load())/float64(b.N), "writes/op")
 	for _, p := range paths {
 		admin.Delete(p, -1)
 	}
 	admin.Delete(root, -1)
+}
+
+// ioCalls counts the reads and writes of the connections it dials: the
+// system calls a request costs, as the kernel sees them.
+type ioCalls struct{ reads, writes atomic.Int64 }
+
+func (ic *ioCalls) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	nc, err := net.DialTimeout(network, address, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &countedConn{nc, ic}, nil
+}
+
+// countedConn is a net.Conn whose reads and writes ic counts.
+type countedConn struct {
+	net.Conn
+	ic *ioCalls
+}
+
+func (c *countedConn) Read(p []byte) (int, error) {
+	c.ic.reads.Add(1)
+	return c.Conn.Read(p)
+}
+
+func (c *countedConn) Write(p []byte) (int, error) {
+	c.ic.writes.Add(1)
+	return c.Conn.Write(p)
 }
