@@ -120,6 +120,14 @@ func newMutex(c *Client, path, lockName, variant string, maxLeases int, o lockOp
 	return m, nil
 }
 
+// lockKey implements lockKeyer: a Mutex's holds belong to its lock.
+func (m *Mutex) lockKey() (any, string) {
+	if m == nil || m.c == nil {
+		return nil, ""
+	}
+	return m.key, m.path
+}
+
 // Lock is Acquire returning the hold as a [Hold]: release it with
 // [Hold.Release], which cannot pick the wrong context, and pass
 // [Hold.Context] (or [Hold.Bind]) down the call chain. A Lock with a

@@ -142,12 +142,25 @@ type rwDriver struct{ StandardDriver }
 // SortKey orders read and write nodes together by sequence.
 func (rwDriver) SortKey(child, _ string) string { return rwSortKey(child) }
 
+// Shortcuts implements [ShortcutDriver]: Solo only. A downgrade creates a
+// read node with the sequence of the write node it replaces, before the
+// writers that wait behind it: a node can appear before an existing one,
+// so a writer lists at every decision.
+func (rwDriver) Shortcuts(int) Shortcuts { return Shortcuts{Solo: true} }
+
 // readDriver is the read side: a reader holds the lock while no write node
 // sorts before it, and otherwise waits for the first write node.
 type readDriver struct{ StandardDriver }
 
 // SortKey orders read and write nodes together by sequence.
 func (readDriver) SortKey(child, _ string) string { return rwSortKey(child) }
+
+// Shortcuts implements [ShortcutDriver]: grant on delete and Solo. A
+// reader that holds still holds when nodes before it go, and only read
+// nodes appear before existing ones (a downgrade's), which block no
+// reader. No look-ahead: a reader waits for the first writer, not for
+// the node before it.
+func (readDriver) Shortcuts(int) Shortcuts { return Shortcuts{GrantOnDelete: true, Solo: true} }
 
 // GetsTheLock implements [Driver] for readers, with the predicate that
 // the command-line tool applies too (internal/layout).
