@@ -189,7 +189,7 @@ func (m *Mutex) TryAcquire(ctx context.Context) (context.Context, error) {
 }
 
 func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) {
-	if err := m.usable(ctx, "acquire"); err != nil {
+	if err := valid(ctx, m, "acquire"); err != nil {
 		return nil, err
 	}
 	if h := holdIn(ctx, m); h != nil && ctx.Err() == nil && h.enter() {
@@ -248,7 +248,7 @@ func (m *Mutex) onRevoke(st story) func(node string) {
 // one it returned, which leaves the lock held: the error says so, and so
 // does a Warn record on the Client's logger, for callers that drop it.
 func (m *Mutex) Release(ctx context.Context) error {
-	if err := m.usable(context.Background(), "release"); err != nil {
+	if err := valid(context.Background(), m, "release"); err != nil {
 		return err
 	}
 	h := holdIn(ctx, m)
@@ -324,7 +324,7 @@ func (m *Mutex) CheckOp(ctx context.Context) (*zk.CheckVersionRequest, error) {
 // [ReadWriteLock], the nodes of that side only. It is empty if the lock has
 // never been used or its parent has been reaped.
 func (m *Mutex) Participants(ctx context.Context) ([]string, error) {
-	if err := m.usable(ctx, "participants"); err != nil {
+	if err := valid(ctx, m, "participants"); err != nil {
 		return nil, err
 	}
 	children, err := m.li.sortedChildren(ctx)
@@ -373,22 +373,19 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 	return hd.run(ctx, fn)
 }
 
-// usable returns an error wrapping ErrInvalidArgument for a Mutex that was
-// not made by a constructor, or a nil ctx.
-func (m *Mutex) usable(ctx context.Context, what string) error {
-	switch {
-	case m == nil || m.c == nil:
-		return wrapf(ErrInvalidArgument, "%s: Mutex not made by NewMutex or NewReadWriteLock", what)
-	case ctx == nil:
-		return wrapf(ErrInvalidArgument, "%s %s: nil context", what, m.path)
+// site implements recipe.
+func (m *Mutex) site() (*Client, string, string) {
+	const notMade = "Mutex not made by NewMutex or NewReadWriteLock"
+	if m == nil || m.c == nil {
+		return nil, "", notMade
 	}
-	return nil
+	return m.c, m.path, notMade
 }
 
 // heldOrErr returns ctx's hold of m if it stands.
 // A nil ctx carries no hold.
 func (m *Mutex) heldOrErr(ctx context.Context, what string) (*hold, error) {
-	if err := m.usable(context.Background(), what); err != nil {
+	if err := valid(context.Background(), m, what); err != nil {
 		return nil, err
 	}
 	h := holdIn(ctx, m)
