@@ -23,9 +23,11 @@ import (
 // The engine's fast paths rest on facts of the predicate that it cannot
 // see for itself. A Driver that implements [ShortcutDriver] states which
 // of them hold, and gets the fast paths they allow; any other Driver gets
-// none, and the engine lists the children at every decision. A Driver
-// that embeds [StandardDriver] inherits its Shortcuts: one that changes
-// its predicate or its order must declare its own.
+// none, and the engine lists the children at every decision. A type that
+// embeds [StandardDriver] inherits none: the built-in drivers have no
+// Shortcuts method (their recipes tell the engine what they allow), so a
+// type that overrides GetsTheLock or SortKey cannot inherit a fast path
+// that its predicate does not allow.
 type Driver interface {
 	// CreateNode creates the lock node for path, the full ZooKeeper path of
 	// the lock's base path joined with the lock name (for example
@@ -50,10 +52,10 @@ type PredicateResult struct {
 	Watch    string // the child to wait for, when not Acquired
 }
 
-// ShortcutDriver is a [Driver] that allows the engine's fast paths. The
-// engine asks Shortcuts, with the lock's maxLeases, each time it decides,
-// and takes only the paths it allows; the answer must depend on maxLeases
-// alone.
+// ShortcutDriver is a [Driver], given through [WithDriver], that allows
+// the engine's fast paths. The engine asks Shortcuts, with the lock's
+// maxLeases, each time it decides, and takes only the paths it allows;
+// the answer must depend on maxLeases alone.
 type ShortcutDriver interface {
 	Driver
 	Shortcuts(maxLeases int) Shortcuts
@@ -99,6 +101,12 @@ type Shortcuts struct {
 // ahead of it. Children that do not contain the lock name are ordered by
 // their whole name, as Curator orders them; keep lock paths free of other
 // nodes.
+//
+// StandardDriver allows the engine every fast path (see [Shortcuts]),
+// look-ahead while one node holds at a time: a Mutex's default, and a
+// StandardDriver given through [WithDriver], take them. It has no
+// Shortcuts method, so a type that embeds it takes none unless it
+// implements [ShortcutDriver] itself.
 type StandardDriver struct{}
 
 // CreateNode creates a protected EPHEMERAL_SEQUENTIAL node
@@ -123,10 +131,12 @@ func (StandardDriver) GetsTheLock(children []string, node string, maxLeases int)
 	return PredicateResult{Watch: children[i-maxLeases]}, nil
 }
 
-// Shortcuts implements [ShortcutDriver]: StandardDriver allows grant on
-// delete and Solo, and look-ahead when one node holds at a time
-// (maxLeases 1), since a node waits for the node maxLeases places ahead.
-func (StandardDriver) Shortcuts(maxLeases int) Shortcuts {
+// standardFast is what StandardDriver allows the engine, for the recipes
+// that choose it: grant on delete and Solo, and look-ahead when one node
+// holds at a time (maxLeases 1), since a node waits for the node
+// maxLeases places ahead. It is no method of StandardDriver's, which a
+// type that embeds it would inherit (see Driver).
+func standardFast(maxLeases int) Shortcuts {
 	return Shortcuts{GrantOnDelete: true, LookAhead: maxLeases == 1, Solo: true}
 }
 

@@ -170,18 +170,30 @@ type declaringDriver struct {
 
 func (d declaringDriver) Shortcuts(int) zklock.Shortcuts { return d.sc }
 
-var (
-	_ zklock.ShortcutDriver = zklock.StandardDriver{}
-	_ zklock.ShortcutDriver = declaringDriver{}
-)
+var _ zklock.ShortcutDriver = declaringDriver{}
 
-// StandardDriver allows every shortcut; look-ahead only when one node
-// holds at a time.
-func TestStandardDriver_Shortcuts(t *testing.T) {
+// embeddingDriver embeds StandardDriver and overrides nothing; as a
+// Curator user's subclass of StandardLockInternalsDriver, it may change
+// the predicate in a method of its own (embeddingSortDriver), so it takes
+// no shortcut it does not declare.
+type embeddingDriver struct{ zklock.StandardDriver }
+
+// embeddingSortDriver embeds StandardDriver and overrides SortKey alone.
+type embeddingSortDriver struct{ zklock.StandardDriver }
+
+func (embeddingSortDriver) SortKey(child, lockName string) string {
+	return zklock.StandardDriver{}.SortKey(child, lockName)
+}
+
+// No built-in driver declares its shortcuts through a method, which a
+// type that embeds it would inherit: StandardDriver is no ShortcutDriver,
+// nor is a type that embeds it.
+func TestStandardDriver_NoShortcutsMethod(t *testing.T) {
 	t.Parallel()
-	d := zklock.StandardDriver{}
-	assert.Equal(t, zklock.Shortcuts{GrantOnDelete: true, LookAhead: true, Solo: true}, d.Shortcuts(1))
-	assert.Equal(t, zklock.Shortcuts{GrantOnDelete: true, Solo: true}, d.Shortcuts(3))
+	for _, d := range []zklock.Driver{zklock.StandardDriver{}, embeddingDriver{}, embeddingSortDriver{}} {
+		_, ok := d.(zklock.ShortcutDriver)
+		assert.False(t, ok, "%T is a ShortcutDriver", d)
+	}
 }
 
 // A custom Driver that declares GrantOnDelete is granted by the deletion
@@ -195,7 +207,10 @@ func TestIntegration_DriverShortcutsGrantOnDelete(t *testing.T) {
 		lists  int // the waiter's listings after the holder's release
 	}{
 		{"declared", declaringDriver{sc: zklock.Shortcuts{GrantOnDelete: true}}, 0},
+		{"StandardDriver", zklock.StandardDriver{}, 0},
 		{"none", customDriver{}, 1},
+		{"embeds StandardDriver", embeddingDriver{}, 1},
+		{"embeds StandardDriver, overrides SortKey", embeddingSortDriver{}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -232,8 +247,10 @@ func TestIntegration_DriverShortcutsLookAhead(t *testing.T) {
 		lookAhead bool
 	}{
 		{"declared", declaringDriver{sc: zklock.Shortcuts{GrantOnDelete: true, LookAhead: true}}, true},
+		{"StandardDriver", zklock.StandardDriver{}, true},
 		{"grant on delete only", declaringDriver{sc: zklock.Shortcuts{GrantOnDelete: true}}, false},
 		{"none", customDriver{}, false},
+		{"embeds StandardDriver", embeddingDriver{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -290,7 +307,9 @@ func TestIntegration_DriverShortcutsSolo(t *testing.T) {
 		solo   bool
 	}{
 		{"declared", declaringDriver{sc: zklock.Shortcuts{Solo: true}}, true},
+		{"StandardDriver", zklock.StandardDriver{}, true},
 		{"none", customDriver{}, false},
+		{"embeds StandardDriver", embeddingDriver{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

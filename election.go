@@ -87,10 +87,11 @@ func electionEngine(c *Client, what, p, id, lockName string, opts []LockOption) 
 		return lockInternals{}, err
 	}
 	var d Driver = StandardDriver{}
+	fast := standardFast(1)
 	if o.layout == LayoutKazoo { // kazoo's Election is a kazoo Lock
-		lockName, d = layout.KazooLockName, kazooLock
+		lockName, d, fast = layout.KazooLockName, kazooLock, kazooLockFast
 	}
-	return lockInternals{c: c, basePath: c.fullPath(p), lockName: lockName, driver: d, maxLeases: 1, maxHold: o.maxHold}, nil
+	return lockInternals{c: c, basePath: c.fullPath(p), lockName: lockName, driver: d, maxLeases: 1, maxHold: o.maxHold, fast: fast}, nil
 }
 
 // Campaign queues the participant and blocks until it leads, ctx is done,

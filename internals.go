@@ -36,6 +36,7 @@ type lockInternals struct {
 	variant   string // tells locks apart whose nodes share path and name (see lockID); "" for most
 	driver    Driver
 	maxLeases int
+	fast      Shortcuts     // what its recipe allows its built-in driver; zero for a Driver given through WithDriver (see shortcuts)
 	solo      *solo         // a Mutex's: lets an acquire alone skip the listing; nil for none
 	maxHold   time.Duration // WithMaxHold's bound of the lock's holds; 0 for none
 }
@@ -45,13 +46,14 @@ func (li *lockInternals) id() lockID {
 	return lockID{li.c, li.basePath, li.lockName, li.variant}
 }
 
-// shortcuts returns the fast paths li's driver allows: those it declares
-// as a ShortcutDriver, none for another.
+// shortcuts returns the fast paths li may take: those its driver declares
+// as a ShortcutDriver, else those its recipe set for its built-in driver
+// (fast), which a Driver given through WithDriver has none of.
 func (li *lockInternals) shortcuts() Shortcuts {
 	if d, ok := li.driver.(ShortcutDriver); ok {
 		return d.Shortcuts(li.maxLeases)
 	}
-	return Shortcuts{}
+	return li.fast
 }
 
 // lockNode is one node queued or held by the engine.

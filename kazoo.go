@@ -138,6 +138,18 @@ var (
 	kazooRead  = kazooDriver{layout.KazooReadName, layout.KazooBlockers(false)}
 )
 
+// The fast paths of kazoo's drivers (see Shortcuts). A kind with one
+// blocking kind (a Lock's contenders, or a ReadLock's writers) has grant
+// on delete, and a Lock, where each contender waits for the one before
+// it, look-ahead too. A WriteLock, blocked by two kinds of which a
+// downgrade's read node can appear before it, has none. No Solo: the
+// solo path has been proved and tested on Curator's layout only.
+var (
+	kazooLockFast  = Shortcuts{GrantOnDelete: true, LookAhead: true}
+	kazooWriteFast = Shortcuts{}
+	kazooReadFast  = Shortcuts{GrantOnDelete: true}
+)
+
 // CreateNode creates "<uuid hex><kind><seq10>" beside path's last segment
 // (the kind), making missing parents as persistent nodes, as kazoo does.
 func (kazooDriver) CreateNode(ctx context.Context, c *Client, path string, data []byte) (string, error) {
@@ -151,17 +163,6 @@ func (d kazooDriver) GetsTheLock(children []string, node string, _ int) (Predica
 		return PredicateResult{}, wrapf(zk.ErrNoNode, "sequential node %s not found", node)
 	}
 	return PredicateResult{Acquired: acquired, Watch: watch}, nil
-}
-
-// Shortcuts implements [ShortcutDriver]. A kind with one blocking kind
-// (a Lock's contenders, or a ReadLock's writers) has grant on delete, and
-// a Lock, where each contender waits for the one before it, look-ahead
-// too. A WriteLock, blocked by two kinds of which a downgrade's read node
-// can appear before it, has neither. No Solo: the solo path has been
-// proved and tested on Curator's layout only.
-func (d kazooDriver) Shortcuts(int) Shortcuts {
-	one := len(d.blockers) == 1
-	return Shortcuts{GrantOnDelete: one, LookAhead: one && d.kind == layout.KazooLockName}
 }
 
 // SortKey orders kazoo's contenders by their sequence, as text, as kazoo

@@ -87,14 +87,16 @@ func NewMutex(c *Client, path string, opts ...LockOption) (*Mutex, error) {
 		return nil, err
 	}
 	if o.layout == LayoutKazoo {
-		o.driver = kazooLock
+		o.driver, o.fast = kazooLock, kazooLockFast
 		return newMutex(c, path, layout.KazooLockName, "", 1, o)
 	}
 	return newMutex(c, path, "lock-", "", 1, o)
 }
 
 // newMutex makes a Mutex from parsed options, of nodes named lockName and
-// the lockID variant variant; a nil driver means StandardDriver.
+// the lockID variant variant; a nil driver means StandardDriver. The
+// engine takes o.fast, or StandardDriver's own paths for a StandardDriver
+// (given or by default): the exact type, not one that embeds it.
 func newMutex(c *Client, path, lockName, variant string, maxLeases int, o lockOptions) (*Mutex, error) {
 	data, err := c.recipeData("lock", path, o.data)
 	if err != nil {
@@ -103,13 +105,13 @@ func newMutex(c *Client, path, lockName, variant string, maxLeases int, o lockOp
 	if err := o.kazooText("lock", path, "node", "contenders()", data); err != nil {
 		return nil, err
 	}
-	if o.driver == nil {
-		o.driver = StandardDriver{}
+	if _, std := o.driver.(StandardDriver); std || o.driver == nil {
+		o.driver, o.fast = StandardDriver{}, standardFast(maxLeases)
 	}
 	m := &Mutex{
 		c:    c,
 		path: path,
-		li:   lockInternals{c: c, basePath: c.fullPath(path), lockName: lockName, variant: variant, driver: o.driver, maxLeases: maxLeases},
+		li:   lockInternals{c: c, basePath: c.fullPath(path), lockName: lockName, variant: variant, driver: o.driver, maxLeases: maxLeases, fast: o.fast},
 		data: data,
 		kind: RecipeMutex,
 	}

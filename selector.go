@@ -46,7 +46,7 @@ func NewSelector(c *Client, path, id string, opts ...LockOption) (*Selector, err
 	if err != nil {
 		return nil, err
 	}
-	o := lockOptions{maxHold: li.maxHold, driver: li.driver, layout: layoutOf(li.driver)}
+	o := lockOptions{maxHold: li.maxHold, driver: li.driver, fast: li.fast, layout: layoutOf(li.driver)}
 	if id != "" {
 		o.data = []byte(id)
 	}

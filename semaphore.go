@@ -94,10 +94,10 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 	s := &Semaphore{kind: RecipeSemaphore, maxHold: o.maxHold, c: c, path: path, maxLeases: maxLeases, data: data,
 		layout: o.layout, live: new(atomic.Int32)}
 	leases, lease := pathpkg.Join(path, "leases"), ""
-	s.lock = lockInternals{c: c, basePath: c.fullPath(pathpkg.Join(path, "locks")), lockName: "lock-", driver: StandardDriver{}, maxLeases: 1}
+	s.lock = lockInternals{c: c, basePath: c.fullPath(pathpkg.Join(path, "locks")), lockName: "lock-", driver: StandardDriver{}, maxLeases: 1, fast: standardFast(1)}
 	if o.layout == LayoutKazoo {
 		leases, lease = path, "/"+strings.Repeat("0", 32)
-		s.lock = lockInternals{c: c, basePath: c.fullPath(layout.KazooSemaphoreLock(path)), lockName: layout.KazooLockName, driver: kazooLock, maxLeases: 1}
+		s.lock = lockInternals{c: c, basePath: c.fullPath(layout.KazooSemaphoreLock(path)), lockName: layout.KazooLockName, driver: kazooLock, maxLeases: 1, fast: kazooLockFast}
 	}
 	if err := checkRequest("semaphore", path, c.fullPath(leases)+lease, data); err != nil {
 		return nil, err
