@@ -19,6 +19,15 @@ import (
 // only grow, so later children cannot matter to a predicate based on
 // sequence order, and GetsTheLock must decide from the children before
 // node. Implementations must be safe for concurrent use.
+//
+// The engine's fast paths rest on facts of the predicate that it cannot
+// see for itself. A Driver that implements [ShortcutDriver] states which
+// of them hold, and gets the fast paths they allow; any other Driver gets
+// none, and the engine lists the children at every decision. A type that
+// embeds [StandardDriver] inherits none: the built-in drivers have no
+// Shortcuts method (their recipes tell the engine what they allow), so a
+// type that overrides GetsTheLock or SortKey cannot inherit a fast path
+// that its predicate does not allow.
 type Driver interface {
 	// CreateNode creates the lock node for path, the full ZooKeeper path of
 	// the lock's base path joined with the lock name (for example
@@ -43,6 +52,48 @@ type PredicateResult struct {
 	Watch    string // the child to wait for, when not Acquired
 }
 
+// ShortcutDriver is a [Driver], given through [WithDriver], that allows
+// the engine's fast paths. The engine asks Shortcuts, with the lock's
+// maxLeases, each time it decides, and takes only the paths it allows;
+// the answer must depend on maxLeases alone.
+type ShortcutDriver interface {
+	Driver
+	Shortcuts(maxLeases int) Shortcuts
+}
+
+// Shortcuts are the fast paths a [ShortcutDriver] allows, each safe only
+// for a predicate with the facts it names. Order means SortKey's order.
+// A wrong declaration can grant two holders at once, or one that no
+// listing would have granted.
+type Shortcuts struct {
+	// GrantOnDelete: when a listing shows that a waiting node would hold
+	// but for the node it watches, that node's deletion grants it, without
+	// listing again. It rests on two facts. A node that holds still holds when
+	// nodes before it go: if GetsTheLock grants node among children, it
+	// grants it among any of their subsets that keep node. And no node can
+	// appear before an existing one: a new node sorts after every node
+	// that stands (as ZooKeeper's sequence numbers, which only grow), so
+	// the nodes before n can only go.
+	GrantOnDelete bool
+	// LookAhead: a waiter with more than one node in its way also watches
+	// the node it would wait for once its watched node is gone, and lists
+	// again when that one goes, so that the release of its watched node
+	// then grants at once. Used only with GrantOnDelete. It adds no grant,
+	// only listings; it pays when one node holds at a time and each waits
+	// for the one right before it, so that the node before the watched one
+	// going means the watched one most likely holds.
+	LookAhead bool
+	// Solo: an acquire of a [Mutex] that keeps taking its lock alone is
+	// granted from its create's reply, without a listing, when
+	// ZooKeeper's numbering proves that its node is the only child of the
+	// lock's node. It rests on two facts. A node alone holds:
+	// GetsTheLock([]string{node}, node, maxLeases) grants it. And CreateNode makes, in
+	// one create, one sequential node (zk.FlagSequence) directly under the
+	// parent of the path it is given, whose name ends in the ten digits
+	// ZooKeeper appends, and no other node there.
+	Solo bool
+}
+
 // StandardDriver is Curator's StandardLockInternalsDriver: an
 // EPHEMERAL_SEQUENTIAL protected node, ordered by the text after the last
 // occurrence of the lock name, holding the lock while fewer than maxLeases
@@ -50,6 +101,12 @@ type PredicateResult struct {
 // ahead of it. Children that do not contain the lock name are ordered by
 // their whole name, as Curator orders them; keep lock paths free of other
 // nodes.
+//
+// StandardDriver allows the engine every fast path (see [Shortcuts]),
+// look-ahead while one node holds at a time: a Mutex's default, and a
+// StandardDriver given through [WithDriver], take them. It has no
+// Shortcuts method, so a type that embeds it takes none unless it
+// implements [ShortcutDriver] itself.
 type StandardDriver struct{}
 
 // CreateNode creates a protected EPHEMERAL_SEQUENTIAL node
@@ -72,6 +129,15 @@ func (StandardDriver) GetsTheLock(children []string, node string, maxLeases int)
 		return PredicateResult{Acquired: true}, nil
 	}
 	return PredicateResult{Watch: children[i-maxLeases]}, nil
+}
+
+// standardFast is what StandardDriver allows the engine, for the recipes
+// that choose it: grant on delete and Solo, and look-ahead when one node
+// holds at a time (maxLeases 1), since a node waits for the node
+// maxLeases places ahead. It is no method of StandardDriver's, which a
+// type that embeds it would inherit (see Driver).
+func standardFast(maxLeases int) Shortcuts {
+	return Shortcuts{GrantOnDelete: true, LookAhead: maxLeases == 1, Solo: true}
 }
 
 // SortKey returns the text after the last occurrence of lockName in child,

@@ -146,3 +146,193 @@ func TestIntegration_DriverPanicInCreateNode(t *testing.T) {
 	go func() { closed <- c.Close() }()
 	require.NoError(t, await(t, closed, 10*time.Second), "Close returns")
 }
+
+// customDriver is the standard predicate as a Driver of its own. It
+// embeds nothing, so it inherits none of StandardDriver's shortcuts, and
+// declares none: the engine lists at every decision.
+type customDriver struct{ std zklock.StandardDriver }
+
+func (d customDriver) CreateNode(ctx context.Context, c *zklock.Client, path string, data []byte) (string, error) {
+	return d.std.CreateNode(ctx, c, path, data)
+}
+
+func (d customDriver) GetsTheLock(children []string, node string, maxLeases int) (zklock.PredicateResult, error) {
+	return d.std.GetsTheLock(children, node, maxLeases)
+}
+
+func (d customDriver) SortKey(child, lockName string) string { return d.std.SortKey(child, lockName) }
+
+// declaringDriver is customDriver declaring the shortcuts sc.
+type declaringDriver struct {
+	customDriver
+	sc zklock.Shortcuts
+}
+
+func (d declaringDriver) Shortcuts(int) zklock.Shortcuts { return d.sc }
+
+var _ zklock.ShortcutDriver = declaringDriver{}
+
+// embeddingDriver embeds StandardDriver and overrides nothing; as a
+// Curator user's subclass of StandardLockInternalsDriver, it may change
+// the predicate in a method of its own (embeddingSortDriver), so it takes
+// no shortcut it does not declare.
+type embeddingDriver struct{ zklock.StandardDriver }
+
+// embeddingSortDriver embeds StandardDriver and overrides SortKey alone.
+type embeddingSortDriver struct{ zklock.StandardDriver }
+
+func (embeddingSortDriver) SortKey(child, lockName string) string {
+	return zklock.StandardDriver{}.SortKey(child, lockName)
+}
+
+// No built-in driver declares its shortcuts through a method, which a
+// type that embeds it would inherit: StandardDriver is no ShortcutDriver,
+// nor is a type that embeds it.
+func TestStandardDriver_NoShortcutsMethod(t *testing.T) {
+	t.Parallel()
+	for _, d := range []zklock.Driver{zklock.StandardDriver{}, embeddingDriver{}, embeddingSortDriver{}} {
+		_, ok := d.(zklock.ShortcutDriver)
+		assert.False(t, ok, "%T is a ShortcutDriver", d)
+	}
+}
+
+// A custom Driver that declares GrantOnDelete is granted by the deletion
+// of the holder it waits for, without listing again; one that declares
+// nothing lists after the deletion.
+func TestIntegration_DriverShortcutsGrantOnDelete(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		driver zklock.Driver
+		lists  int // the waiter's listings after the holder's release
+	}{
+		{"declared", declaringDriver{sc: zklock.Shortcuts{GrantOnDelete: true}}, 0},
+		{"StandardDriver", zklock.StandardDriver{}, 0},
+		{"none", customDriver{}, 1},
+		{"embeds StandardDriver", embeddingDriver{}, 1},
+		{"embeds StandardDriver, overrides SortKey", embeddingSortDriver{}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			holder := e.mutex(e.client(), "/god", zklock.WithDriver(tc.driver))
+			h, err := holder.Lock(context.Background())
+			require.NoError(t, err)
+			c, cc := e.countingClient()
+			waiter := e.mutex(c, "/god", zklock.WithDriver(tc.driver))
+			got := acquireAsync(context.Background(), waiter)
+			waitParticipants(t, holder, 2)
+			require.Eventually(t, func() bool { _, ops := cc.total(); return ops["getData"] == 2 },
+				10*time.Second, time.Millisecond, "the waiter watches its own node and the holder's")
+			_, before := cc.total()
+			require.NoError(t, h.Release())
+			a := await(t, got, 10*time.Second)
+			require.NoError(t, a.err)
+			assert.Equal(t, tc.lists, delta(cc, before)["getChildren"], "listings after the holder's release")
+			require.NoError(t, waiter.Release(a.ctx))
+		})
+	}
+}
+
+// A custom Driver that declares LookAhead (with GrantOnDelete) has a
+// waiter two places back also watch the holder, list again when the
+// holder goes, and be granted by the release of the node before it
+// without a listing. Without it, the waiter never watches the holder and
+// lists after that release.
+func TestIntegration_DriverShortcutsLookAhead(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		driver    zklock.Driver
+		lookAhead bool
+	}{
+		{"declared", declaringDriver{sc: zklock.Shortcuts{GrantOnDelete: true, LookAhead: true}}, true},
+		{"StandardDriver", zklock.StandardDriver{}, true},
+		{"grant on delete only", declaringDriver{sc: zklock.Shortcuts{GrantOnDelete: true}}, false},
+		{"none", customDriver{}, false},
+		{"embeds StandardDriver", embeddingDriver{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			opt := zklock.WithDriver(tc.driver)
+			holder := e.mutex(e.client(), "/ahead", opt)
+			h, err := holder.Lock(context.Background())
+			require.NoError(t, err)
+			first := e.mutex(e.client(), "/ahead", opt)
+			gotFirst := acquireAsync(context.Background(), first)
+			waitParticipants(t, holder, 2)
+			c, cc := e.countingClient()
+			second := e.mutex(c, "/ahead", opt)
+			got := acquireAsync(context.Background(), second)
+			nodes := waitParticipants(t, holder, 3)
+			watches := 2 // its own node and first's
+			if tc.lookAhead {
+				watches++ // and the holder's
+			}
+			require.Eventually(t, func() bool { _, ops := cc.total(); return ops["getData"] == watches },
+				10*time.Second, time.Millisecond, "the waiter sets %d watches", watches)
+			listed := cc.at("getChildren", e.root+"/ahead")
+
+			require.NoError(t, h.Release())
+			a := await(t, gotFirst, 10*time.Second)
+			require.NoError(t, a.err)
+			if tc.lookAhead {
+				require.Eventually(t, func() bool { return cc.at("getChildren", e.root+"/ahead") == listed+1 },
+					10*time.Second, time.Millisecond, "the waiter lists again when the holder goes")
+				listed++
+			}
+			require.NoError(t, first.Release(a.ctx))
+			b := await(t, got, 10*time.Second)
+			require.NoError(t, b.err)
+			wantLists := 1
+			if tc.lookAhead {
+				wantLists = 0
+			}
+			assert.Equal(t, wantLists, cc.at("getChildren", e.root+"/ahead")-listed, "listings after first's release")
+			assert.Equal(t, tc.lookAhead, cc.at("getData", nodes[0]) == 1, "the waiter watched the holder")
+			require.NoError(t, second.Release(b.ctx))
+		})
+	}
+}
+
+// A Mutex of a custom Driver that declares Solo, taken again and again
+// alone, skips its listing as the standard one does (a create and a
+// delete per pair); one that declares nothing lists at every acquire.
+func TestIntegration_DriverShortcutsSolo(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		driver zklock.Driver
+		solo   bool
+	}{
+		{"declared", declaringDriver{sc: zklock.Shortcuts{Solo: true}}, true},
+		{"StandardDriver", zklock.StandardDriver{}, true},
+		{"none", customDriver{}, false},
+		{"embeds StandardDriver", embeddingDriver{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			c, cc := e.countingClient()
+			e.create(e.root + "/solo") // persistent: see soloMutex
+			m := e.mutex(c, "/solo", zklock.WithDriver(tc.driver))
+			if tc.solo {
+				soloReady(t, m)
+			} else {
+				soloPairs(t, m, 3)
+				require.False(t, zklock.SoloReady(m), "a driver that declares no Solo is never ready")
+			}
+			_, before := cc.total()
+			const pairs = 20
+			soloPairs(t, m, pairs)
+			d := delta(cc, before)
+			want := 0
+			if !tc.solo {
+				want = pairs
+			}
+			assert.Equal(t, want, d["getChildren"], "listings in %d pairs: %v", pairs, d)
+			assert.Equal(t, pairs, d["create"], "a create per pair: %v", d)
+		})
+	}
+}

@@ -87,10 +87,11 @@ func electionEngine(c *Client, what, p, id, lockName string, opts []LockOption) 
 		return lockInternals{}, err
 	}
 	var d Driver = StandardDriver{}
+	fast := standardFast(1)
 	if o.layout == LayoutKazoo { // kazoo's Election is a kazoo Lock
-		lockName, d = layout.KazooLockName, kazooLock
+		lockName, d, fast = layout.KazooLockName, kazooLock, kazooLockFast
 	}
-	return lockInternals{c: c, basePath: c.fullPath(p), lockName: lockName, driver: d, maxLeases: 1, maxHold: o.maxHold}, nil
+	return lockInternals{c: c, basePath: c.fullPath(p), lockName: lockName, driver: d, maxLeases: 1, maxHold: o.maxHold, fast: fast}, nil
 }
 
 // Campaign queues the participant and blocks until it leads, ctx is done,
@@ -122,7 +123,7 @@ func electionEngine(c *Client, what, p, id, lockName string, opts []LockOption) 
 // connected), ErrClosed, or the ZooKeeper error, and leaves no node
 // behind.
 func (e *Election) Campaign(ctx context.Context) (*Hold, error) {
-	if err := e.valid(ctx, "campaign"); err != nil {
+	if err := valid(ctx, e, "campaign"); err != nil {
 		return nil, err
 	}
 	return campaign(ctx, e.c, &e.li, e.id, "leadership "+e.path, e.path, &e.live)
@@ -208,7 +209,7 @@ func ownerOf(ctx context.Context, c *Client, n *lockNode) (int64, error) {
 // getLeader, it reads ZooKeeper at one moment; a leader may change right
 // after.
 func (e *Election) Leader(ctx context.Context) (string, error) {
-	if err := e.usable(ctx, "leader"); err != nil {
+	if err := usable(ctx, e, "leader"); err != nil {
 		return "", err
 	}
 	return leaderOf(ctx, &e.li, e.path)
@@ -219,7 +220,7 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 // vanish while it reads are left out, and the first node that still exists
 // is marked as the leader, as Curator's getParticipants does.
 func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
-	if err := e.usable(ctx, "participants"); err != nil {
+	if err := usable(ctx, e, "participants"); err != nil {
 		return nil, err
 	}
 	return participantsOf(ctx, &e.li, e.path)
@@ -237,7 +238,7 @@ func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 // Client, whose Close waits for it.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	out := make(chan Leader, 1)
-	if e.usable(ctx, "observe") != nil || !e.c.goFunc(func() { observe(ctx, &e.li, out) }) {
+	if usable(ctx, e, "observe") != nil || !e.c.goFunc(func() { observe(ctx, &e.li, out) }) {
 		close(out)
 	}
 	return out
@@ -265,27 +266,13 @@ func (e *Election) IsLeader() bool {
 	return e != nil && e.live.Load() > 0
 }
 
-// valid returns an error wrapping ErrInvalidArgument for an Election not
-// made by NewElection, or a nil ctx.
-func (e *Election) valid(ctx context.Context, what string) error {
-	switch {
-	case e == nil || e.c == nil:
-		return wrapf(ErrInvalidArgument, "%s: Election not made by NewElection", what)
-	case ctx == nil:
-		return wrapf(ErrInvalidArgument, "%s %s: nil context", what, e.path)
+// site implements recipe.
+func (e *Election) site() (*Client, string, string) {
+	const notMade = "Election not made by NewElection"
+	if e == nil || e.c == nil {
+		return nil, "", notMade
 	}
-	return nil
-}
-
-// usable is valid, and returns ErrClosed on a closed Client.
-func (e *Election) usable(ctx context.Context, what string) error {
-	if err := e.valid(ctx, what); err != nil {
-		return err
-	}
-	if err := e.c.usable(); err != nil {
-		return wrapf(err, "%s %s", what, e.path)
-	}
-	return nil
+	return e.c, e.path, notMade
 }
 
 // Participant is one participant of an election, as [Election.Participants]

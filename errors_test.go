@@ -76,3 +76,57 @@ func TestIntegration_ClosedErrorReadsOnce(t *testing.T) {
 	require.ErrorIs(t, err, zk.ErrNoServer)
 	assert.Equal(t, 1, strings.Count(err.Error(), "zklock:"), err.Error())
 }
+
+// Every recipe's call checks, in one order and in one wording, that the
+// recipe was made by its constructor, that its context is not nil, and,
+// for a call that would begin work, that its Client is open.
+func TestIntegration_RecipeCallChecks(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client()
+	var nilCtx context.Context
+	m := e.mutex(c, "/m")
+	s, err := zklock.NewSemaphore(c, e.root+"/s", 2)
+	require.NoError(t, err)
+	el, err := zklock.NewElection(c, e.root+"/e", "a")
+	require.NoError(t, err)
+	sel, err := zklock.NewSelector(c, e.root+"/sel", "a")
+	require.NoError(t, err)
+	errOf := func(_ any, err error) error { return err }
+	for _, tt := range []struct {
+		name string
+		err  error
+		want error
+		text string
+	}{
+		{"zero Mutex", errOf(new(zklock.Mutex).Acquire(context.Background())), zklock.ErrInvalidArgument,
+			"zklock: acquire: Mutex not made by NewMutex or NewReadWriteLock: invalid argument"},
+		{"Mutex, nil context", errOf(m.Acquire(nilCtx)), zklock.ErrInvalidArgument,
+			"zklock: acquire " + e.root + "/m: nil context: invalid argument"},
+		{"zero Semaphore", errOf(new(zklock.Semaphore).Acquire(context.Background())), zklock.ErrInvalidArgument,
+			"zklock: semaphore acquire: Semaphore not made by NewSemaphore: invalid argument"},
+		{"Semaphore, nil context", errOf(s.Acquire(nilCtx)), zklock.ErrInvalidArgument,
+			"zklock: semaphore acquire " + e.root + "/s: nil context: invalid argument"},
+		{"zero Election", errOf(new(zklock.Election).Leader(context.Background())), zklock.ErrInvalidArgument,
+			"zklock: leader: Election not made by NewElection: invalid argument"},
+		{"Election, nil context", errOf(el.Leader(nilCtx)), zklock.ErrInvalidArgument,
+			"zklock: leader " + e.root + "/e: nil context: invalid argument"},
+		{"zero Selector", errOf(new(zklock.Selector).Leader(context.Background())), zklock.ErrInvalidArgument,
+			"zklock: leader: Selector not made by NewSelector: invalid argument"},
+		{"Selector, nil context", errOf(sel.Leader(nilCtx)), zklock.ErrInvalidArgument,
+			"zklock: leader " + e.root + "/sel: nil context: invalid argument"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			require.ErrorIs(t, tt.err, tt.want)
+			assert.Equal(t, tt.text, tt.err.Error())
+		})
+	}
+	require.NoError(t, c.Close())
+	for name, err := range map[string]error{
+		"Election": errOf(el.Leader(context.Background())),
+		"Selector": errOf(sel.Leader(context.Background())),
+	} {
+		require.ErrorIs(t, err, zklock.ErrClosed, name)
+		assert.Contains(t, err.Error(), "zklock: leader "+e.root+"/", name)
+	}
+}

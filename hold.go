@@ -296,20 +296,26 @@ type lockID struct {
 	variant string
 }
 
-// keyOf returns the key of owner's holds: its lockID, or for a MultiLock
-// (or an object not made by a constructor) owner itself.
+// keyOf returns the key of owner's holds: the key it names as a lockKeyer,
+// or owner itself (an owner that names none, or one not made by its
+// constructor).
 func keyOf(owner any) any {
-	switch o := owner.(type) {
-	case *Mutex:
-		if o != nil && o.c != nil {
-			return o.key
-		}
-	case *SemaphoreMutex:
-		if o != nil && o.s != nil {
-			return o.s.mutexID()
+	if k, ok := owner.(lockKeyer); ok {
+		if key, _ := k.lockKey(); key != nil {
+			return key
 		}
 	}
 	return owner
+}
+
+// lockKeyer is an owner of holds that names their key: a recipe whose
+// holds belong to what it locks rather than to itself names the lock's
+// lockID, so that its holds are found through any of its kind on the same
+// lock (see lockID).
+type lockKeyer interface {
+	// lockKey returns the key of the owner's holds and what it locks, for
+	// messages; nil and "" for an owner not made by its constructor.
+	lockKey() (key any, name string)
 }
 
 // liveCounter counts the holds of one owner that stand: an

@@ -36,6 +36,7 @@ type lockInternals struct {
 	variant   string // tells locks apart whose nodes share path and name (see lockID); "" for most
 	driver    Driver
 	maxLeases int
+	fast      Shortcuts     // what its recipe allows its built-in driver; zero for a Driver given through WithDriver (see shortcuts)
 	solo      *solo         // a Mutex's: lets an acquire alone skip the listing; nil for none
 	maxHold   time.Duration // WithMaxHold's bound of the lock's holds; 0 for none
 }
@@ -45,23 +46,14 @@ func (li *lockInternals) id() lockID {
 	return lockID{li.c, li.basePath, li.lockName, li.variant}
 }
 
-// shortcuts reports which of the engine's shortcuts the driver allows (see
-// lockInternals.decide). Both rest on two facts of the built-in
-// predicates: a node that holds still holds when nodes before it go, and
-// no node can appear before an existing one, because sequence numbers only
-// grow. A ReadWriteLock's write side lacks the second (a downgrade creates
-// a read node with the sequence of the write node it replaces), and a
-// custom Driver may lack either, so they always list.
-func (li *lockInternals) shortcuts() (grantOnDelete, lookAhead bool) {
-	switch d := li.driver.(type) {
-	case StandardDriver:
-		return true, li.maxLeases == 1
-	case readDriver:
-		return true, false
-	case kazooDriver: // a kazoo Lock as the standard one; its ReadLock as the read side; its WriteLock as the write side
-		return len(d.blockers) == 1, d.kind == layout.KazooLockName && len(d.blockers) == 1
+// shortcuts returns the fast paths li may take: those its driver declares
+// as a ShortcutDriver, else those its recipe set for its built-in driver
+// (fast), which a Driver given through WithDriver has none of.
+func (li *lockInternals) shortcuts() Shortcuts {
+	if d, ok := li.driver.(ShortcutDriver); ok {
+		return d.Shortcuts(li.maxLeases)
 	}
-	return false, false
+	return li.fast
 }
 
 // lockNode is one node queued or held by the engine.
@@ -569,7 +561,7 @@ func (li *lockInternals) wait(ctx context.Context, n *lockNode, req acquireReq, 
 // already gone, the verdict asks to decide again at once.
 //
 // Two shortcuts take the listing off a handoff's critical path, where the
-// driver allows them (see shortcuts). Once the listing shows the watched
+// driver allows them (see Shortcuts for the facts they rest on). Once the listing shows the watched
 // node as the only one in n's way, that node's deletion alone grants the
 // lock: the nodes before n can only go, never come, so no listing could
 // show more (the waiter still checks first that n itself stands). And a
@@ -607,12 +599,12 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 		return verdict{}, fmt.Errorf("driver asked to watch %q, which is not a child of %s: %w", res.Watch, li.basePath, ErrInvalidArgument)
 	}
 	v := verdict{}
-	grantOnDelete, lookAhead := li.shortcuts()
+	sc := li.shortcuts()
 	var ahead <-chan watchResult
-	if grantOnDelete {
+	if sc.GrantOnDelete {
 		next, err := li.driver.GetsTheLock(slices.DeleteFunc(slices.Clone(children), func(ch string) bool { return ch == res.Watch }), n.name, li.maxLeases)
 		v.grantOnDelete = err == nil && next.Acquired
-		if err == nil && !next.Acquired && lookAhead {
+		if err == nil && !next.Acquired && sc.LookAhead {
 			ahead = watchAlongside(ctx, li.c, path.Join(li.basePath, next.Watch))
 		}
 	}

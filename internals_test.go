@@ -243,17 +243,30 @@ func TestIntegration_MutexManyAbandonedWaits(t *testing.T) {
 		10*time.Second, 5*time.Millisecond, "the Client follows %d nodes and parents", followed(c))
 }
 
-// countConn counts the requests a Client sends, by operation.
+// countConn counts the requests a Client sends, by operation, and by
+// operation and path.
 type countConn struct {
 	zklock.ZKConn
-	mu sync.Mutex
-	n  map[string]int // guarded by mu
+	mu     sync.Mutex
+	n      map[string]int // guarded by mu
+	byPath map[string]int // "op path"; guarded by mu
 }
 
-func (c *countConn) count(op string) {
+func (c *countConn) count(op, p string) {
 	c.mu.Lock()
 	c.n[op]++
+	if c.byPath == nil {
+		c.byPath = map[string]int{}
+	}
+	c.byPath[op+" "+p]++
 	c.mu.Unlock()
+}
+
+// at returns how many op requests on the node at p cc has counted.
+func (c *countConn) at(op, p string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byPath[op+" "+p]
 }
 
 // total returns the number of requests so far and a copy of the counts.
@@ -269,57 +282,57 @@ func (c *countConn) total() (int, map[string]int) {
 }
 
 func (c *countConn) Create(ctx context.Context, p string, d []byte, f int32, a []zk.ACL) (string, error) {
-	c.count("create")
+	c.count("create", p)
 	return c.ZKConn.Create(ctx, p, d, f, a)
 }
 
 func (c *countConn) CreateContainer(ctx context.Context, p string, d []byte, f int32, a []zk.ACL) (string, error) {
-	c.count("createContainer")
+	c.count("createContainer", p)
 	return c.ZKConn.CreateContainer(ctx, p, d, f, a)
 }
 
 func (c *countConn) Children(ctx context.Context, p string) ([]string, *zk.Stat, error) {
-	c.count("getChildren")
+	c.count("getChildren", p)
 	return c.ZKConn.Children(ctx, p)
 }
 
 func (c *countConn) ChildrenW(ctx context.Context, p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	c.count("getChildren")
+	c.count("getChildren", p)
 	return c.ZKConn.ChildrenW(ctx, p)
 }
 
 func (c *countConn) Get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
-	c.count("getData")
+	c.count("getData", p)
 	return c.ZKConn.Get(ctx, p)
 }
 
 func (c *countConn) GetW(ctx context.Context, p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	c.count("getData")
+	c.count("getData", p)
 	return c.ZKConn.GetW(ctx, p)
 }
 
 func (c *countConn) Exists(ctx context.Context, p string) (bool, *zk.Stat, error) {
-	c.count("exists")
+	c.count("exists", p)
 	return c.ZKConn.Exists(ctx, p)
 }
 
 func (c *countConn) ExistsW(ctx context.Context, p string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	c.count("exists")
+	c.count("exists", p)
 	return c.ZKConn.ExistsW(ctx, p)
 }
 
 func (c *countConn) Delete(ctx context.Context, p string, v int32) error {
-	c.count("delete")
+	c.count("delete", p)
 	return c.ZKConn.Delete(ctx, p, v)
 }
 
 func (c *countConn) Sync(ctx context.Context, p string) (string, error) {
-	c.count("sync")
+	c.count("sync", p)
 	return c.ZKConn.Sync(ctx, p)
 }
 
 func (c *countConn) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
-	c.count("multi")
+	c.count("multi", "")
 	return c.ZKConn.Multi(ctx, ops...)
 }
 

@@ -82,11 +82,16 @@ func (o lockOptions) kazooText(kind, p, what, reader string, data []byte) error 
 }
 
 // layoutDriver is implemented by the built-in drivers: layout is the
-// layout of their nodes, and checkLayout refuses a listing of the lock at
-// base that shows another layout's nodes.
+// layout of their nodes, checkLayout refuses a listing of the lock at
+// base that shows another layout's nodes, contenders keeps, in place, the
+// children that the layout counts as contenders, and probe names a node
+// that sorts after every existing node of a lock of theirs named
+// lockName, to stand for a node created now.
 type layoutDriver interface {
 	layout() Layout
 	checkLayout(base string, children []string) error
+	contenders(children []string) []string
+	probe(lockName string) string
 }
 
 // layoutOf returns the layout of d's nodes: Curator's for a Driver that
@@ -141,6 +146,18 @@ var (
 	kazooRead  = kazooDriver{layout.KazooReadName, layout.KazooBlockers(false)}
 )
 
+// The fast paths of kazoo's drivers (see Shortcuts). A kind with one
+// blocking kind (a Lock's contenders, or a ReadLock's writers) has grant
+// on delete, and a Lock, where each contender waits for the one before
+// it, look-ahead too. A WriteLock, blocked by two kinds of which a
+// downgrade's read node can appear before it, has none. No Solo: the
+// solo path has been proved and tested on Curator's layout only.
+var (
+	kazooLockFast  = Shortcuts{GrantOnDelete: true, LookAhead: true}
+	kazooWriteFast = Shortcuts{}
+	kazooReadFast  = Shortcuts{GrantOnDelete: true}
+)
+
 // CreateNode creates "<uuid hex><kind><seq10>" beside path's last segment
 // (the kind), making missing parents as persistent nodes, as kazoo does.
 func (kazooDriver) CreateNode(ctx context.Context, c *Client, path string, data []byte) (string, error) {
@@ -189,26 +206,42 @@ func kazooProtected(name string) bool {
 }
 
 // contenders returns the children that d's layout counts as contenders,
-// in place: for kazoo's, the contenders of its kind and of the kinds that
-// block it, as kazoo's contenders() lists them; for any other Driver,
-// every child.
+// in place: every child for a Driver that does not say (see
+// layoutDriver).
 func contenders(d Driver, children []string) []string {
-	kd, ok := d.(kazooDriver)
-	if !ok {
-		return children
+	if ld, ok := d.(layoutDriver); ok {
+		return ld.contenders(children)
 	}
-	return slices.DeleteFunc(children, func(ch string) bool {
-		kind, _, ok := layout.ParseKazoo(ch)
-		return !ok || kind != kd.kind && !slices.Contains(kd.blockers, kind)
-	})
+	return children
 }
 
 // probeName returns a name that sorts after every existing node of a lock
-// of d's, to stand for a node created now: for kazoo's layout, the largest
-// sequence; else the lock name and U+FFFF, the largest UTF-16 code unit.
+// of d's named lockName, to stand for a node created now: for a Driver
+// that does not say (see layoutDriver), Curator's.
 func probeName(d Driver, lockName string) string {
-	if kd, ok := d.(kazooDriver); ok {
-		return kd.kind + "9999999999"
+	if ld, ok := d.(layoutDriver); ok {
+		return ld.probe(lockName)
 	}
+	return (StandardDriver{}).probe(lockName)
+}
+
+// contenders implements layoutDriver for Curator's layout: every child.
+func (StandardDriver) contenders(children []string) []string { return children }
+
+// probe implements layoutDriver for Curator's layout: the lock name and
+// U+FFFF, the largest UTF-16 code unit.
+func (StandardDriver) probe(lockName string) string {
 	return lockName + strings.Repeat("\uffff", 16)
 }
+
+// contenders implements layoutDriver: the contenders of d's kind and of
+// the kinds that block it, as kazoo's contenders() lists them.
+func (d kazooDriver) contenders(children []string) []string {
+	return slices.DeleteFunc(children, func(ch string) bool {
+		kind, _, ok := layout.ParseKazoo(ch)
+		return !ok || kind != d.kind && !slices.Contains(d.blockers, kind)
+	})
+}
+
+// probe implements layoutDriver: the largest sequence of d's kind.
+func (d kazooDriver) probe(string) string { return d.kind + "9999999999" }

@@ -226,21 +226,18 @@ func (ml *MultiLock) usable(ctx context.Context) error {
 // and names it; nil for another kind of Locker, or one not made by a
 // constructor.
 func memberKey(l Locker) (any, string) {
-	switch m := l.(type) {
-	case *Mutex:
-		if m != nil && m.c != nil {
-			return keyOf(m), m.path
-		}
-	case *SemaphoreMutex:
-		if m != nil && m.s != nil {
-			return keyOf(m), m.s.path
-		}
-	case *MultiLock:
-		if m != nil {
-			return m, "a multi-lock"
-		}
+	if k, ok := l.(lockKeyer); ok {
+		return k.lockKey()
 	}
 	return nil, ""
+}
+
+// lockKey implements lockKeyer: a MultiLock's holds are its own.
+func (ml *MultiLock) lockKey() (any, string) {
+	if ml == nil {
+		return nil, ""
+	}
+	return ml, "a multi-lock"
 }
 
 // memberHold returns the hold that mctx carries of member l, or nil if l

@@ -87,14 +87,16 @@ func NewMutex(c *Client, path string, opts ...LockOption) (*Mutex, error) {
 		return nil, err
 	}
 	if o.layout == LayoutKazoo {
-		o.driver = kazooLock
+		o.driver, o.fast = kazooLock, kazooLockFast
 		return newMutex(c, path, layout.KazooLockName, "", 1, o)
 	}
 	return newMutex(c, path, "lock-", "", 1, o)
 }
 
 // newMutex makes a Mutex from parsed options, of nodes named lockName and
-// the lockID variant variant; a nil driver means StandardDriver.
+// the lockID variant variant; a nil driver means StandardDriver. The
+// engine takes o.fast, or StandardDriver's own paths for a StandardDriver
+// (given or by default): the exact type, not one that embeds it.
 func newMutex(c *Client, path, lockName, variant string, maxLeases int, o lockOptions) (*Mutex, error) {
 	data, err := c.recipeData("lock", path, o.data)
 	if err != nil {
@@ -103,13 +105,13 @@ func newMutex(c *Client, path, lockName, variant string, maxLeases int, o lockOp
 	if err := o.kazooText("lock", path, "node", "contenders()", data); err != nil {
 		return nil, err
 	}
-	if o.driver == nil {
-		o.driver = StandardDriver{}
+	if _, std := o.driver.(StandardDriver); std || o.driver == nil {
+		o.driver, o.fast = StandardDriver{}, standardFast(maxLeases)
 	}
 	m := &Mutex{
 		c:    c,
 		path: path,
-		li:   lockInternals{c: c, basePath: c.fullPath(path), lockName: lockName, variant: variant, driver: o.driver, maxLeases: maxLeases},
+		li:   lockInternals{c: c, basePath: c.fullPath(path), lockName: lockName, variant: variant, driver: o.driver, maxLeases: maxLeases, fast: o.fast},
 		data: data,
 		kind: RecipeMutex,
 	}
@@ -118,6 +120,14 @@ func newMutex(c *Client, path, lockName, variant string, maxLeases int, o lockOp
 	m.live = lockCount{&c.lives, m.li.id()}
 	m.key, m.name = m.li.id(), "lock "+path
 	return m, nil
+}
+
+// lockKey implements lockKeyer: a Mutex's holds belong to its lock.
+func (m *Mutex) lockKey() (any, string) {
+	if m == nil || m.c == nil {
+		return nil, ""
+	}
+	return m.key, m.path
 }
 
 // Lock is Acquire returning the hold as a [Hold]: release it with
@@ -181,7 +191,7 @@ func (m *Mutex) TryAcquire(ctx context.Context) (context.Context, error) {
 }
 
 func (m *Mutex) acquire(ctx context.Context, try bool) (context.Context, error) {
-	if err := m.usable(ctx, "acquire"); err != nil {
+	if err := valid(ctx, m, "acquire"); err != nil {
 		return nil, err
 	}
 	if h := holdIn(ctx, m); h != nil && ctx.Err() == nil && h.enter() {
@@ -240,7 +250,7 @@ func (m *Mutex) onRevoke(st story) func(node string) {
 // one it returned, which leaves the lock held: the error says so, and so
 // does a Warn record on the Client's logger, for callers that drop it.
 func (m *Mutex) Release(ctx context.Context) error {
-	if err := m.usable(context.Background(), "release"); err != nil {
+	if err := valid(context.Background(), m, "release"); err != nil {
 		return err
 	}
 	h := holdIn(ctx, m)
@@ -316,7 +326,7 @@ func (m *Mutex) CheckOp(ctx context.Context) (*zk.CheckVersionRequest, error) {
 // [ReadWriteLock], the nodes of that side only. It is empty if the lock has
 // never been used or its parent has been reaped.
 func (m *Mutex) Participants(ctx context.Context) ([]string, error) {
-	if err := m.usable(ctx, "participants"); err != nil {
+	if err := valid(ctx, m, "participants"); err != nil {
 		return nil, err
 	}
 	children, err := m.li.sortedChildren(ctx)
@@ -365,22 +375,19 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 	return hd.run(ctx, fn)
 }
 
-// usable returns an error wrapping ErrInvalidArgument for a Mutex that was
-// not made by a constructor, or a nil ctx.
-func (m *Mutex) usable(ctx context.Context, what string) error {
-	switch {
-	case m == nil || m.c == nil:
-		return wrapf(ErrInvalidArgument, "%s: Mutex not made by NewMutex or NewReadWriteLock", what)
-	case ctx == nil:
-		return wrapf(ErrInvalidArgument, "%s %s: nil context", what, m.path)
+// site implements recipe.
+func (m *Mutex) site() (*Client, string, string) {
+	const notMade = "Mutex not made by NewMutex or NewReadWriteLock"
+	if m == nil || m.c == nil {
+		return nil, "", notMade
 	}
-	return nil
+	return m.c, m.path, notMade
 }
 
 // heldOrErr returns ctx's hold of m if it stands.
 // A nil ctx carries no hold.
 func (m *Mutex) heldOrErr(ctx context.Context, what string) (*hold, error) {
-	if err := m.usable(context.Background(), what); err != nil {
+	if err := valid(context.Background(), m, what); err != nil {
 		return nil, err
 	}
 	h := holdIn(ctx, m)

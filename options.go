@@ -325,6 +325,7 @@ type LockOption func(*lockOptions)
 type lockOptions struct {
 	data    []byte        // default nil: the Client's node data
 	driver  Driver        // default StandardDriver
+	fast    Shortcuts     // what a recipe allows the built-in driver it set in driver (see lockInternals.fast); never set by an option
 	maxHold time.Duration // default 0: none
 	layout  Layout        // default LayoutCurator
 	err     error         // first invalid option

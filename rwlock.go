@@ -52,14 +52,16 @@ func NewReadWriteLock(c *Client, path string, opts ...LockOption) (*ReadWriteLoc
 	}
 	rw := &ReadWriteLock{names: curatorRW}
 	write, read := Driver(rwDriver{}), Driver(readDriver{})
+	writeFast, readFast := rwWriteFast, rwReadFast
 	if o.layout == LayoutKazoo {
 		rw.names, write, read = kazooRW, kazooWrite, kazooRead
+		writeFast, readFast = kazooWriteFast, kazooReadFast
 	}
-	o.driver = write
+	o.driver, o.fast = write, writeFast
 	if rw.write, err = newMutex(c, path, rw.names.write, rw.names.writeVariant, 1, o); err != nil {
 		return nil, err
 	}
-	o.driver = read
+	o.driver, o.fast = read, readFast
 	if rw.read, err = newMutex(c, path, rw.names.read, "", math.MaxInt32, o); err != nil {
 		return nil, err
 	}
@@ -148,6 +150,19 @@ type readDriver struct{ StandardDriver }
 
 // SortKey orders read and write nodes together by sequence.
 func (readDriver) SortKey(child, _ string) string { return rwSortKey(child) }
+
+// The fast paths of Curator's two sides (see Shortcuts). A writer: Solo
+// only, since a downgrade creates a read node with the sequence of the
+// write node it replaces, before the writers that wait behind it (a node
+// can appear before an existing one), so a writer lists at every
+// decision. A reader: grant on delete and Solo, since a reader that holds
+// still holds when nodes before it go, and only read nodes appear before
+// existing ones (a downgrade's), which block no reader; no look-ahead, as
+// a reader waits for the first writer, not for the node before it.
+var (
+	rwWriteFast = Shortcuts{Solo: true}
+	rwReadFast  = Shortcuts{GrantOnDelete: true, Solo: true}
+)
 
 // GetsTheLock implements [Driver] for readers, with the predicate that
 // the command-line tool applies too (internal/layout).

@@ -46,7 +46,7 @@ func NewSelector(c *Client, path, id string, opts ...LockOption) (*Selector, err
 	if err != nil {
 		return nil, err
 	}
-	o := lockOptions{maxHold: li.maxHold, driver: li.driver, layout: layoutOf(li.driver)}
+	o := lockOptions{maxHold: li.maxHold, driver: li.driver, fast: li.fast, layout: layoutOf(li.driver)}
 	if id != "" {
 		o.data = []byte(id)
 	}
@@ -73,7 +73,7 @@ func NewSelector(c *Client, path, id string, opts ...LockOption) (*Selector, err
 // returns the term's Hold, to fence the leader's writes ([Hold.Token],
 // [Hold.Multi]).
 func (s *Selector) Lead(ctx context.Context, fn func(ctx context.Context) error) error {
-	if err := s.valid(ctx, "lead"); err != nil {
+	if err := valid(ctx, s, "lead"); err != nil {
 		return err
 	}
 	if fn == nil {
@@ -106,7 +106,7 @@ func (s *Selector) term(ctx context.Context, hd *Hold, fn func(ctx context.Conte
 // Term returns an error wrapping ErrNotHeld if ctx carries no term of s,
 // and the Hold of an ended term reports its end (see [Hold.Err]).
 func (s *Selector) Term(ctx context.Context) (*Hold, error) {
-	if err := s.valid(ctx, "term"); err != nil {
+	if err := valid(ctx, s, "term"); err != nil {
 		return nil, err
 	}
 	hd, ok := ctx.Value(termKey{s}).(*Hold)
@@ -141,7 +141,7 @@ func (s *Selector) Term(ctx context.Context) (*Hold, error) {
 // Inside fn, [Selector.Term] with fn's context returns the term's Hold,
 // to fence the term's writes.
 func (s *Selector) Run(ctx context.Context, fn func(ctx context.Context) error) error {
-	if err := s.valid(ctx, "run"); err != nil {
+	if err := valid(ctx, s, "run"); err != nil {
 		return err
 	}
 	if fn == nil {
@@ -202,7 +202,7 @@ func (s *Selector) pause(ctx context.Context) error {
 // that exists when read), or an error wrapping ErrNoLeader when no one
 // takes part; see [Election.Leader].
 func (s *Selector) Leader(ctx context.Context) (string, error) {
-	if err := s.usable(ctx, "leader"); err != nil {
+	if err := usable(ctx, s, "leader"); err != nil {
 		return "", err
 	}
 	return leaderOf(ctx, &s.m.li, s.m.path)
@@ -211,7 +211,7 @@ func (s *Selector) Leader(ctx context.Context) (string, error) {
 // Participants returns the participants in queue order, the leader first;
 // see [Election.Participants].
 func (s *Selector) Participants(ctx context.Context) ([]Participant, error) {
-	if err := s.usable(ctx, "participants"); err != nil {
+	if err := usable(ctx, s, "participants"); err != nil {
 		return nil, err
 	}
 	return participantsOf(ctx, &s.m.li, s.m.path)
@@ -239,26 +239,12 @@ func (s *Selector) ID() string {
 	return s.id
 }
 
-// valid returns an error wrapping ErrInvalidArgument for a Selector not
-// made by NewSelector, or a nil ctx. Lead and Run check no more: on a
-// closed Client their acquire fails, and tells it (see acquiring).
-func (s *Selector) valid(ctx context.Context, what string) error {
-	switch {
-	case s == nil || s.m == nil:
-		return wrapf(ErrInvalidArgument, "%s: Selector not made by NewSelector", what)
-	case ctx == nil:
-		return wrapf(ErrInvalidArgument, "%s %s: nil context", what, s.m.path)
+// site implements recipe. Lead, Term and Run check it as valid, no more:
+// on a closed Client their acquire fails, and tells it (see acquiring).
+func (s *Selector) site() (*Client, string, string) {
+	const notMade = "Selector not made by NewSelector"
+	if s == nil || s.m == nil {
+		return nil, "", notMade
 	}
-	return nil
-}
-
-// usable is valid, and returns ErrClosed on a closed Client.
-func (s *Selector) usable(ctx context.Context, what string) error {
-	if err := s.valid(ctx, what); err != nil {
-		return err
-	}
-	if err := s.m.c.usable(); err != nil {
-		return wrapf(err, "%s %s", what, s.m.path)
-	}
-	return nil
+	return s.m.c, s.m.path, notMade
 }

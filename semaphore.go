@@ -101,10 +101,10 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 	s := &Semaphore{kind: RecipeSemaphore, maxHold: o.maxHold, c: c, path: path, maxLeases: maxLeases, data: data,
 		layout: o.layout, live: new(atomic.Int32)}
 	leases, lease := pathpkg.Join(path, "leases"), ""
-	s.lock = lockInternals{c: c, basePath: c.fullPath(pathpkg.Join(path, "locks")), lockName: "lock-", driver: StandardDriver{}, maxLeases: 1}
+	s.lock = lockInternals{c: c, basePath: c.fullPath(pathpkg.Join(path, "locks")), lockName: "lock-", driver: StandardDriver{}, maxLeases: 1, fast: standardFast(1)}
 	if o.layout == LayoutKazoo {
 		leases, lease = path, "/"+strings.Repeat("0", 32)
-		s.lock = lockInternals{c: c, basePath: c.fullPath(layout.KazooSemaphoreLock(path)), lockName: layout.KazooLockName, driver: kazooLock, maxLeases: 1}
+		s.lock = lockInternals{c: c, basePath: c.fullPath(layout.KazooSemaphoreLock(path)), lockName: layout.KazooLockName, driver: kazooLock, maxLeases: 1, fast: kazooLockFast}
 	}
 	if err := checkRequest("semaphore", path, c.fullPath(leases)+lease, data); err != nil {
 		return nil, err
@@ -165,7 +165,7 @@ func (s *Semaphore) ReturnAll(leases []*Lease) error {
 // child of the pool). It is empty if the semaphore has never been used
 // (where Curator throws).
 func (s *Semaphore) Participants(ctx context.Context) ([]string, error) {
-	if err := s.usable(ctx, "participants"); err != nil {
+	if err := valid(ctx, s, "semaphore participants"); err != nil {
 		return nil, err
 	}
 	children, err := leaseQueue(s.c, s.leases).sortedChildren(ctx)
@@ -178,22 +178,19 @@ func (s *Semaphore) Participants(ctx context.Context) ([]string, error) {
 	return children, nil
 }
 
-// usable returns an error wrapping ErrInvalidArgument for a Semaphore not
-// made by NewSemaphore, or a nil ctx.
-func (s *Semaphore) usable(ctx context.Context, what string) error {
-	switch {
-	case s == nil || s.c == nil:
-		return wrapf(ErrInvalidArgument, "semaphore %s: Semaphore not made by NewSemaphore", what)
-	case ctx == nil:
-		return wrapf(ErrInvalidArgument, "semaphore %s %s: nil context", s.path, what)
+// site implements recipe.
+func (s *Semaphore) site() (*Client, string, string) {
+	const notMade = "Semaphore not made by NewSemaphore"
+	if s == nil || s.c == nil {
+		return nil, "", notMade
 	}
-	return nil
+	return s.c, s.path, notMade
 }
 
 // acquire acquires n leases; refused is the caller's own refusal (see
 // acquiring), nil for none.
 func (s *Semaphore) acquire(ctx context.Context, n int, try bool, refused error) ([]*Lease, error) {
-	if err := s.usable(ctx, "acquire"); err != nil {
+	if err := valid(ctx, s, "semaphore acquire"); err != nil {
 		return nil, err
 	}
 	if refused == nil && (n < 1 || n > s.maxLeases) {

@@ -118,6 +118,15 @@ func (m *SemaphoreMutex) IsAcquiredInThisProcess() bool {
 	return m != nil && m.s != nil && m.s.live.Load() > 0
 }
 
+// lockKey implements lockKeyer: a SemaphoreMutex's holds belong to its
+// lock.
+func (m *SemaphoreMutex) lockKey() (any, string) {
+	if m == nil || m.s == nil {
+		return nil, ""
+	}
+	return m.s.mutexID(), m.s.path
+}
+
 // mutexID identifies the lock of a SemaphoreMutex on s (see lockID).
 func (s *Semaphore) mutexID() lockID {
 	return lockID{c: s.c, path: s.leases}

@@ -100,19 +100,11 @@ func (t *soloTable) of(id lockID) *solo {
 	return s
 }
 
-// soloOK reports whether li may grant without a listing: a built-in
-// predicate grants a node that is the only one, its nodes are the
-// standard sequential ones, and the Client knows its connections (see
-// Client.connEpoch).
+// soloOK reports whether li may grant without a listing: li is a Mutex's,
+// its driver allows it (see Shortcuts.Solo), and the Client knows its
+// connections (see Client.connEpoch).
 func (li *lockInternals) soloOK() bool {
-	if li.solo == nil || li.c.connEpoch() == 0 {
-		return false
-	}
-	switch li.driver.(type) {
-	case StandardDriver, readDriver, rwDriver:
-		return true
-	}
-	return false
+	return li.solo != nil && li.c.connEpoch() != 0 && li.shortcuts().Solo
 }
 
 // watching reports whether the parent's watch stands, on connection conn,
