@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"slices"
 	"strings"
 	"testing"
@@ -94,5 +95,53 @@ func keyOf(owner any) any {
 	}
 	if want := "StandardDriver readDriver Mutex"; strings.Join(got, " ") != want {
 		t.Fatalf("found %q, want %q", got, want)
+	}
+}
+
+// layerImports is, for each package of the module's layers from the
+// bottom up, the module's packages its non-test files may import:
+// a lower layer never imports a higher one (see CONTRIBUTING.md,
+// Layers).
+var layerImports = map[string][]string{
+	"internal/zkwire":    nil,
+	"internal/layout":    nil,
+	"internal/zksession": {"internal/zkwire"},
+	".":                  {"internal/zkwire", "internal/zksession", "internal/layout"},
+	"internal/zktest":    nil,
+	"zktest":             {"internal/zktest"},
+	"cmd/zklock":         {".", "internal/layout", "zktest"},
+}
+
+// Each layer imports only the layers below it: the wire records nothing,
+// the session the wire, the library those two and the layout rules, the
+// tool the library's public API and the layout rules (never the session
+// or the wire). Test files may reach further (a test kit, fakes).
+func TestLayersImportOnlyBelow(t *testing.T) {
+	t.Parallel()
+	const module = "github.com/zklock/zklock"
+	for dir, allowed := range layerImports {
+		pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi fs.FileInfo) bool {
+			return !strings.HasSuffix(fi.Name(), "_test.go")
+		}, parser.ImportsOnly)
+		if err != nil {
+			t.Fatalf("parse %s: %v", dir, err)
+		}
+		for _, pkg := range pkgs {
+			for name, f := range pkg.Files {
+				for _, imp := range f.Imports {
+					p := strings.Trim(imp.Path.Value, `"`)
+					if p != module && !strings.HasPrefix(p, module+"/") {
+						continue
+					}
+					rel := strings.TrimPrefix(strings.TrimPrefix(p, module), "/")
+					if rel == "" {
+						rel = "."
+					}
+					if !slices.Contains(allowed, rel) {
+						t.Errorf("%s imports %s: a layer may import only those below it (%v)", name, rel, allowed)
+					}
+				}
+			}
+		}
 	}
 }
