@@ -339,3 +339,61 @@ func TestIntegration_SemaphoreTryAcquire(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, l2.Release())
 }
+
+// A Semaphore's acquire costs the requests its protocol needs and no
+// more: the internal lock's create and the listing in its write, each
+// lease's create with one listing in the last one's write, on which the
+// lease rule decides; its release deletes the leases and the internal
+// lock node. A full TryAcquire costs a peek of the internal lock's queue
+// too, and deletes what it made. A waiting acquire lists the leases once
+// more when they change. (getData, the leases' own watches, is left to
+// their holds and may not be sent before a release.)
+func TestIntegration_SemaphoreRequests(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c, cc := e.countingClient()
+	s := e.semaphore(c, "/count", 4)
+	bg := context.Background()
+	first, err := s.Acquire(bg) // makes the paths, and checks for a kazoo Semaphore's signs
+	require.NoError(t, err)
+	require.NoError(t, first.Release())
+	settled := func(before map[string]int, deletes int) map[string]int {
+		t.Helper()
+		require.Eventually(t, func() bool { return delta(cc, before)["delete"] == deletes },
+			10*time.Second, time.Millisecond, "the deletes of the release")
+		d := delta(cc, before)
+		assert.LessOrEqual(t, d["getData"], deletes, "at most a watch per lease")
+		delete(d, "getData")
+		return d
+	}
+	for _, n := range []int{1, 3} {
+		_, before := cc.total()
+		leases, err := s.AcquireN(bg, n)
+		require.NoError(t, err)
+		require.NoError(t, s.ReturnAll(leases))
+		assert.Equal(t, map[string]int{"create": 1 + n, "getChildren": 2, "delete": 1 + n}, settled(before, 1+n),
+			"AcquireN(%d): the internal lock's create and listing, the leases' creates and listing, the deletes", n)
+	}
+
+	others, err := e.semaphore(e.client(), "/count", 4).AcquireN(bg, 4)
+	require.NoError(t, err)
+	_, before := cc.total()
+	_, err = s.TryAcquire(bg)
+	require.ErrorIs(t, err, zklock.ErrLocked)
+	assert.Equal(t, map[string]int{"create": 2, "getChildren": 3, "delete": 2}, settled(before, 2),
+		"a full TryAcquire: a peek, the creates and listings, and the deletes of what it made")
+
+	leasesPath := e.root + "/count/leases"
+	_, before = cc.total()
+	listed := cc.at("getChildren", leasesPath)
+	got := leaseAsync(bg, s)
+	waitChildren(t, e, leasesPath, 5)
+	require.NoError(t, others[0].Release())
+	w := await(t, got, 10*time.Second)
+	require.NoError(t, w.err)
+	require.NoError(t, w.lease.Release())
+	assert.LessOrEqual(t, cc.at("getChildren", leasesPath)-listed, 2, "a waiting acquire lists the leases once more when one goes")
+	d := settled(before, 2)
+	assert.Equal(t, 2, d["create"], "the internal lock and the lease")
+	require.NoError(t, s.ReturnAll(others))
+}
