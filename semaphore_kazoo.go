@@ -210,14 +210,7 @@ func (s *Semaphore) checkNoKazooLeases(ctx context.Context) error {
 // statIfReadable returns the stat of the node at p (a full path), or nil
 // if it does not exist or the Client may not read it.
 func (s *Semaphore) statIfReadable(ctx context.Context, p string) (*zk.Stat, error) {
-	c := s.c
-	st, err := retry(c, ctx, func() (*zk.Stat, error) {
-		ok, st, err := c.zc.Exists(ctx, p)
-		if !ok {
-			st = nil
-		}
-		return st, err
-	})
+	st, err := s.c.stat(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNoAuth) {
 		return nil, nil
 	}
