@@ -35,13 +35,14 @@ type reading struct {
 
 // readings reads the children of the lock path l lists in each layout:
 // kazoo's contenders as a kazoo Lock's or ReadLock/WriteLock's; the
-// leases of a kazoo Semaphore (see kazooPool); and the other children in Curator's layout (detect). The last is a
-// reading only if it finds a lock, or if there is no other reading (a
-// free path, a path of no layout known); otherwise those children are
-// rest, none of them a lock node. A path with more than one reading is a
-// mix-up (two layouts, as a rule, whose processes do not see each
-// other's nodes, and where zklock refuses to acquire): each reading is
-// kept, Curator's first, so that no held lock is hidden.
+// leases of a kazoo Semaphore (see kazooPool); and the other children in
+// Curator's layout (detect). The last is a reading only if it finds a
+// lock, or if there is no other reading (a free path, a path of no layout
+// known); otherwise those children are rest, none of them a lock node. A
+// path with more than one reading is a mix-up (two layouts, as a rule,
+// whose processes do not see each other's nodes, and where zklock
+// refuses to acquire): each reading is kept, Curator's first, so that no
+// held lock is hidden.
 func readings(l *listing) (rs []reading, rest []string) {
 	var kz, leases []string
 	for _, ch := range l.children {
