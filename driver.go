@@ -87,10 +87,11 @@ type Shortcuts struct {
 	// granted from its create's reply, without a listing, when
 	// ZooKeeper's numbering proves that its node is the only child of the
 	// lock's node. It rests on two facts. A node alone holds:
-	// GetsTheLock([]string{node}, node, maxLeases) grants it. And CreateNode makes, in
-	// one create, one sequential node (zk.FlagSequence) directly under the
-	// parent of the path it is given, whose name ends in the ten digits
-	// ZooKeeper appends, and no other node there.
+	// GetsTheLock([]string{node}, node, maxLeases) grants it. And
+	// CreateNode makes, in one create, one sequential node
+	// (zk.FlagSequence) directly under the parent of the path it is given,
+	// whose name ends in the ten digits ZooKeeper appends, and no other
+	// node there.
 	Solo bool
 }
 
