@@ -110,3 +110,10 @@ func HasChildWatch(ctx context.Context, c *Client, p string) (bool, error) {
 	}
 	return err == nil, err
 }
+
+// AddRecursiveWatch sets a persistent recursive watch on the full path p
+// for the session of c, a Client of Connect. Its events are dropped: the
+// test wants the server to keep sending to the Client.
+func AddRecursiveWatch(ctx context.Context, c *Client, p string) error {
+	return c.own.cur().AddWatch(ctx, p, zkwire.AddWatchPersistentRecursive)
+}

@@ -504,14 +504,17 @@ func (c *Client) run() {
 }
 
 // suspendedTrust is how long after a suspension the Client still trusts a
-// session of timeout t, for SessionPolicy. go-zookeeper reports the
-// connection down after two thirds of t without a byte from the server,
-// and the servers may expire the session t after they last heard from us:
-// the session may be gone a third of t after the suspension. A tenth of t
-// is kept back for the reply that was under way and for the next owner's
-// hand-off. A connection that breaks at once (a reset, a server that lost
-// its quorum) cannot be told apart from a silent one, so the same bound
-// holds for it.
+// session of timeout t, for SessionPolicy. The servers may expire the
+// session t after they last heard from us. zklock's own session reports
+// the connection down two thirds of t after the server last heard it (the
+// newest request or ping it answered was written then: see
+// internal/zksession), so the session may be gone a third of t after the
+// suspension. A tenth of t is kept back for the next owner's hand-off. A
+// connection that breaks at once (a reset, a server that lost its quorum)
+// cannot be told apart from a silent one, so the same bound holds for it.
+// go-zookeeper (NewClient) counts two thirds of t from the last byte it
+// read instead, which a server that keeps sending notifications while it
+// no longer hears us can push past its expiry: that bound is weaker.
 func suspendedTrust(t time.Duration) time.Duration {
 	return t/3 - t/10
 }

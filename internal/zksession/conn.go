@@ -65,6 +65,7 @@ func (s *Session) prime() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.pings = s.pings[:0] // the last connection's were lost with it
 	bodies, op := s.watches.setWatches(s.lastZxid)
 	for _, sw := range bodies {
 		r, err := newRequest(op, "", zkwire.XidSetWatches, sw, nil, 0)
@@ -92,13 +93,15 @@ func (s *Session) writeLoop(c *conn, stop <-chan struct{}) {
 			s.gather()
 		case <-timer.C:
 		}
-		s.mu.Lock()
-		buf = s.takeQueued(buf[:0])
-		s.mu.Unlock()
 		every := min(s.Timeout()/3, 10*time.Second)
+		now := int64(time.Since(s.epoch)) // before the write: what it sends is heard no earlier
+		s.mu.Lock()
+		buf = s.takeQueued(buf[:0], now)
 		if len(buf) == 0 && time.Since(lastSend) >= every {
 			buf = append(buf, ping...)
+			s.pings = append(s.pings, now)
 		}
+		s.mu.Unlock()
 		if len(buf) > 0 {
 			c.nc.SetWriteDeadline(time.Now().Add(2 * s.Timeout() / 3))
 			if _, err := c.nc.Write(buf); err != nil {
@@ -125,15 +128,25 @@ func (s *Session) gather() {
 	}
 }
 
-// readLoop reads frames until one fails or breaks the protocol, with a
-// read timeout of 2T/3: notifications go to the watches, ping replies
-// are dropped, an auth failure ends the session, and every other reply
+// readLoop reads frames until one fails or breaks the protocol:
+// notifications go to the watches, a ping's reply tells when the server
+// heard us, an auth failure ends the session, and every other reply
 // completes the head of the FIFO.
+//
+// Its read timeout is 2T/3 after the session was last heard, when the
+// newest request or ping that has been answered was written, not 2T/3
+// after the last byte read, as the Java client's is: a server that keeps
+// sending (notifications of a persistent watch, replies to requests
+// written long ago) while it hears nothing from us would otherwise keep a
+// connection whose session it expires T after it last heard us, before
+// the session's owner is told of any doubt. Pings, every T/3 when nothing
+// else is written, keep heard within T/3 of now, and the server then
+// expires the session no sooner than T/3 after this timeout.
 func (s *Session) readLoop(c *conn) error {
 	var buf []byte
 	var d zkwire.Decoder
 	for {
-		c.nc.SetReadDeadline(time.Now().Add(2 * s.Timeout() / 3))
+		c.nc.SetReadDeadline(s.epoch.Add(time.Duration(s.heard.Load()) + 2*s.Timeout()/3))
 		payload, err := zkwire.ReadFrame(c.br, buf, s.maxReply())
 		var big *zkwire.FrameSizeError
 		if errors.As(err, &big) && big.Len > 0 {
@@ -155,6 +168,7 @@ func (s *Session) readLoop(c *conn) error {
 		}
 		switch h.Xid {
 		case zkwire.XidPing:
+			s.pingAnswered()
 		case zkwire.XidNotification:
 			err = s.notification(h, &d)
 		case zkwire.XidAuth:
@@ -167,6 +181,25 @@ func (s *Session) readLoop(c *conn) error {
 		if err != nil {
 			return err
 		}
+	}
+}
+
+// pingAnswered records the reply to the oldest ping in flight. s.mu must
+// not be held.
+func (s *Session) pingAnswered() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pings) > 0 {
+		s.heardAt(s.pings[0])
+		s.pings = s.pings[1:]
+	}
+}
+
+// heardAt records that the server answered what was written at sent (ns
+// since epoch). Only the reading goroutine calls it.
+func (s *Session) heardAt(sent int64) {
+	if sent > s.heard.Load() {
+		s.heard.Store(sent)
 	}
 }
 
@@ -210,6 +243,7 @@ func (s *Session) skipReply(c *conn, big *zkwire.FrameSizeError) error {
 	r := s.pending[0]
 	s.pending[0] = nil
 	s.pending = s.pending[1:]
+	s.heardAt(r.sent)
 	if h.Zxid > s.lastZxid {
 		s.lastZxid = h.Zxid
 	}
@@ -253,6 +287,7 @@ func (s *Session) reply(h zkwire.ReplyHeader, d *zkwire.Decoder) error {
 	r := s.pending[0]
 	s.pending[0] = nil
 	s.pending = s.pending[1:]
+	s.heardAt(r.sent)
 	if h.Zxid > s.lastZxid { // only forward: a server never goes back, and a stale reply must not move it
 		s.lastZxid = h.Zxid
 	}

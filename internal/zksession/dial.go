@@ -52,7 +52,7 @@ func (s *Session) handshake(addr string, deadline time.Time) (*conn, error) {
 	if err != nil {
 		err = fmt.Errorf("%s: %w", addr, err)
 	} else if err = readConnectResponse(c.br, addr, sent, &resp); err == nil {
-		err = s.accept(addr, resp)
+		err = s.accept(addr, resp, sent)
 	}
 	if err != nil {
 		nc.Close()
@@ -239,7 +239,7 @@ func (s *Session) track(nc net.Conn) bool {
 
 // accept takes addr's ConnectResponse: a timeout <= 0, or another session's
 // id, is the session's expiry; a read-only session is refused.
-func (s *Session) accept(addr string, resp zkwire.ConnectResponse) error {
+func (s *Session) accept(addr string, resp zkwire.ConnectResponse, sent time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -253,6 +253,7 @@ func (s *Session) accept(addr string, resp zkwire.ConnectResponse) error {
 	s.id, s.passwd = resp.SessionID, resp.Passwd
 	s.timeout.Store(int64(resp.TimeOut) * int64(time.Millisecond))
 	s.recv.Store(int64(time.Since(s.epoch)))
+	s.heard.Store(int64(sent.Sub(s.epoch)))
 	s.state = StateConnected
 	return nil
 }

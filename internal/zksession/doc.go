@@ -36,9 +36,8 @@
 //
 // # Connection loss and reconnection
 //
-// When the connection breaks (an I/O error, a read timeout of two thirds
-// of the negotiated session timeout T, an xid out of order, a reply that
-// does not decode), every request queued or in flight fails exactly once
+// When the connection breaks (an I/O error, a read timeout, an xid out of
+// order, a reply that does not decode), every request queued or in flight fails exactly once
 // with an error matching [ErrConnectionLoss], and the session reconnects
 // to the next server (each server in turn, at once after the one before;
 // after a round over them all without success, a pause of half of a limit
@@ -56,6 +55,18 @@
 // with an error matching [ErrSessionExpired]; a new session is never
 // opened in its place. Pings (xid -2, kept out of the FIFO) go when nothing
 // has been sent for T/3.
+//
+// The read timeout is two thirds of the negotiated session timeout T, as
+// the Java client's, but counted from when the session was last heard:
+// when the newest request or ping that a server has answered was
+// written, not when the last byte was read. A server that keeps sending
+// (notifications, replies to requests written long ago) while it hears
+// nothing from the client could otherwise expire the session, T after it
+// last heard it, while the connection still looked alive; so the owner of
+// the session learns of the doubt at least T/3 before the server may end
+// it. The price: a server that takes longer than 2T/3 to answer a
+// request or ping, or a reply that takes that long to arrive, costs the
+// connection.
 //
 // # Watches
 //

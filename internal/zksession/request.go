@@ -33,6 +33,7 @@ type request struct {
 	state      atomic.Int32
 	done       chan struct{} // closed once err (and resp) are final
 	err        error
+	sent       int64 // when it was written, ns since the session's epoch; set by takeQueued
 }
 
 // newRequest encodes a request; a frame over maxLen, or an invalid
@@ -132,7 +133,7 @@ func (s *Session) kick() {
 // and SetWatches, into the FIFO in flight, giving ordinary requests
 // their xids. Requests abandoned before they were written are dropped.
 // s.mu must be held.
-func (s *Session) takeQueued(buf []byte) []byte {
+func (s *Session) takeQueued(buf []byte, now int64) []byte {
 	for i, r := range s.queue {
 		s.queue[i] = nil
 		if r.state.Load() == reqAbandoned {
@@ -144,6 +145,7 @@ func (s *Session) takeQueued(buf []byte) []byte {
 			r.setXid(s.xid)
 		}
 		if r.xid != zkwire.XidAuth {
+			r.sent = now
 			s.pending = append(s.pending, r)
 		}
 		buf = append(buf, r.frame...)

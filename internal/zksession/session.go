@@ -88,22 +88,28 @@ type Config struct {
 // also reconnects), a writer goroutine per connection and a goroutine for
 // OnState; Close waits for all of them.
 type Session struct {
-	cfg      Config
-	servers  []string // shuffled once
-	epoch    time.Time
-	wake     chan struct{} // cap 1: something is queued
-	quit     chan struct{} // closed when the session ends
-	notify   *notifier
-	watches  watchSet
-	wg       sync.WaitGroup
-	closing  atomic.Bool   // Close began: a lost connection is not replaced
-	timeout  atomic.Int64  // the negotiated timeout T, in ns
-	recv     atomic.Int64  // when a frame was last read, ns since epoch
+	cfg     Config
+	servers []string // shuffled once
+	epoch   time.Time
+	wake    chan struct{} // cap 1: something is queued
+	quit    chan struct{} // closed when the session ends
+	notify  *notifier
+	watches watchSet
+	wg      sync.WaitGroup
+	closing atomic.Bool  // Close began: a lost connection is not replaced
+	timeout atomic.Int64 // the negotiated timeout T, in ns
+	recv    atomic.Int64 // when a frame was last read, ns since epoch
+	// heard is when the newest request (or ping, or ConnectRequest) that
+	// a server has answered was written, ns since epoch: that server heard
+	// from the session then or later, so the session outlives heard by T
+	// at least. Written by the goroutine that reads the connection.
+	heard    atomic.Int64
 	attempts atomic.Uint64 // connection attempts begun, counted before each dial
 
 	mu       sync.Mutex // guards the fields below
 	queue    []*request // queued, not yet written
 	pending  []*request // written, awaiting their replies in order
+	pings    []int64    // when the pings in flight were written, ns since epoch, oldest first
 	xid      int32      // the last ordinary xid written
 	lastZxid int64      // the last zxid of a FIFO reply, if positive
 	id       int64      // the session id, 0 before the first connect

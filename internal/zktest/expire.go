@@ -277,7 +277,7 @@ func (p *Proxy) tellExpiry(pc *proxyConn) {
 	case <-pc.ctx.Done():
 		return
 	}
-	if !e.expired || pc.wrote.frames == 0 || !pc.wrote.atBoundary() || !p.waitResumed(pc) {
+	if !e.expired || pc.wrote.frames == 0 || !pc.wrote.atBoundary() || !p.waitResumed(pc, false) {
 		return
 	}
 	pc.client.Write(expiredEvent) // an error: the client is gone, and is told nothing

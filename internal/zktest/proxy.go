@@ -27,7 +27,8 @@ type Proxy struct {
 
 	mu      sync.Mutex // guards the fields below and proxyConn's upstream, sid and expiry
 	paused  bool
-	resumed chan struct{} // closed while not paused; replaced by Pause
+	deaf    bool          // Deafen: only the client's bytes are held
+	resumed chan struct{} // closed while neither paused nor deaf; replaced by Pause and Deafen
 	conns   map[*proxyConn]struct{}
 	closed  bool
 	armed   *cutTrigger // set by CutOnCreate, cleared by the first create
@@ -112,18 +113,36 @@ func (p *Proxy) Session() Session { return p.sessions.get() }
 func (p *Proxy) Pause() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.paused {
-		p.paused = true
+	p.holdLocked()
+	p.paused = true
+}
+
+// Deafen is Pause in one direction: the server hears nothing more from
+// the client (its bytes are held, until Resume), while the server's bytes
+// still reach the client. A client whose read timeout counts any byte it
+// receives (notifications of a persistent watch, say) then never times
+// out, and the server expires its session.
+func (p *Proxy) Deafen() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holdLocked()
+	p.deaf = true
+}
+
+// holdLocked starts holding bytes, if nothing was held; p.mu must be held.
+func (p *Proxy) holdLocked() {
+	if !p.paused && !p.deaf {
 		p.resumed = make(chan struct{})
 	}
 }
 
-// Resume ends a Pause: held bytes are delivered and forwarding continues.
+// Resume ends a Pause and a Deafen: held bytes are delivered and
+// forwarding continues.
 func (p *Proxy) Resume() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.paused {
-		p.paused = false
+	if p.paused || p.deaf {
+		p.paused, p.deaf = false, false
 		close(p.resumed)
 	}
 }
@@ -242,12 +261,12 @@ func (p *Proxy) endUp(pc *proxyConn) {
 	}
 }
 
-// waitResumed blocks while the proxy is paused. It returns false if pc
-// was closed meanwhile.
-func (p *Proxy) waitResumed(pc *proxyConn) bool {
+// waitResumed blocks while the proxy is paused, or (up, for the
+// client's bytes) deaf. It returns false if pc was closed meanwhile.
+func (p *Proxy) waitResumed(pc *proxyConn, up bool) bool {
 	for {
 		p.mu.Lock()
-		paused, resumed := p.paused, p.resumed
+		paused, resumed := p.paused || up && p.deaf, p.resumed
 		p.mu.Unlock()
 		if !paused {
 			return pc.ctx.Err() == nil
@@ -273,7 +292,7 @@ func (p *Proxy) serve(pc *proxyConn) {
 		}
 	}()
 
-	if !p.waitResumed(pc) {
+	if !p.waitResumed(pc, false) {
 		return
 	}
 	dctx, cancel := context.WithTimeout(pc.ctx, proxyDialTimeout)
@@ -296,12 +315,12 @@ func (p *Proxy) serve(pc *proxyConn) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		p.pipe(pc, up, pc.client, func(b []byte) ([]byte, bool) { return p.filterUp(pc, b), false }, func([]byte) { p.forwarded(pc) })
+		p.pipe(pc, true, up, pc.client, func(b []byte) ([]byte, bool) { return p.filterUp(pc, b), false }, func([]byte) { p.forwarded(pc) })
 		p.endUp(pc)
 	}()
 	go func() {
 		defer wg.Done()
-		if p.pipe(pc, pc.client, up, func(b []byte) ([]byte, bool) { return p.filterDown(pc, b) }, pc.wrote.skim) {
+		if p.pipe(pc, false, pc.client, up, func(b []byte) ([]byte, bool) { return p.filterDown(pc, b) }, pc.wrote.skim) {
 			p.tellExpiry(pc)
 		}
 		p.closeConn(pc)
@@ -310,12 +329,13 @@ func (p *Proxy) serve(pc *proxyConn) {
 }
 
 // pipe copies from src to dst until either fails or filter says stop,
-// holding each chunk (and the final close) while the proxy is paused.
+// holding each chunk (and the final close) while the proxy is paused (or,
+// for up, the client-to-server pipe, deaf).
 // filter returns what of each chunk to forward; sent runs with what was
 // forwarded of each chunk. It reports whether it stopped because src
 // ended (or failed, or passed a read deadline) while pc was open; its
 // caller closes pc.
-func (p *Proxy) pipe(pc *proxyConn, dst, src net.Conn, filter func([]byte) ([]byte, bool), sent func([]byte)) (srcEnded bool) {
+func (p *Proxy) pipe(pc *proxyConn, up bool, dst, src net.Conn, filter func([]byte) ([]byte, bool), sent func([]byte)) (srcEnded bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -328,7 +348,7 @@ func (p *Proxy) pipe(pc *proxyConn, dst, src net.Conn, filter func([]byte) ([]by
 				return false
 			}
 		}
-		if !p.waitResumed(pc) {
+		if !p.waitResumed(pc, up) {
 			return false
 		}
 		if n > 0 {
@@ -439,6 +459,17 @@ func (f *Faults) Pause() {
 	}
 	for _, p := range f.proxies {
 		p.Pause()
+	}
+}
+
+// Deafen deafens every proxy (see Proxy.Deafen). Call it from the test's
+// goroutine if f was made by NewFaultsT.
+func (f *Faults) Deafen() {
+	if f.t != nil {
+		f.resumeOnce.Do(func() { f.t.Cleanup(f.Resume) })
+	}
+	for _, p := range f.proxies {
+		p.Deafen()
 	}
 }
 
