@@ -131,7 +131,7 @@ type ownSession struct {
 
 	mu       sync.Mutex // protects the fields below
 	closed   bool       // close has begun: no session may be opened
-	renewing bool       // a renewal is under way
+	renewing turn       // a renewal is under way
 	gen      uint64     // sessions opened before the current one
 }
 
@@ -164,12 +164,11 @@ func (o *ownSession) expired() {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.closed || o.renewing {
+	if o.closed || !o.renewing.take() {
 		return
 	}
-	o.renewing = true
 	if !o.c.goFunc(o.renew) {
-		o.renewing = false
+		o.renewing.done()
 	}
 }
 
@@ -201,7 +200,7 @@ func (o *ownSession) renew() {
 				o.session.Store(s)
 				o.gen++
 			}
-			o.renewing = false
+			o.renewing.done()
 			o.mu.Unlock()
 			if closed {
 				s.Close()

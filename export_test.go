@@ -88,7 +88,7 @@ func WatchesSettled(c *Client) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, e := range w.nodes {
-		if e.setting {
+		if e.setting.busy() {
 			return false
 		}
 	}

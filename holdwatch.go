@@ -60,8 +60,7 @@ type watched struct {
 	snap     snapshot     // the session facts h depends on
 	onRevoke func(string) // h's revocation callback, or nil
 	fired    zk.EventType // an event that came before h: a deletion beats a data change; 0 for none
-	setting  bool         // the watch is being set again
-	again    bool         // and another data change came meanwhile
+	setting  turn         // the watch is being set (again); a data change meanwhile asks for another round
 	pw       *parentWatch // the parent's watch h relies on instead of its own, or nil
 }
 
@@ -202,11 +201,7 @@ func (w *holdWatch) learn(h *hold) {
 // has one setter at a time. w.mu must be held.
 func (w *holdWatch) ownWatchLocked(e *watched, parent string) bool {
 	w.leaveParentLocked(e, parent)
-	if e.setting {
-		return false
-	}
-	e.setting = true
-	return true
+	return e.setting.take()
 }
 
 // leaveParentLocked lets e's reference to the watch of parent go, if it
@@ -284,7 +279,7 @@ func (w *holdWatch) take(h *hold, snap snapshot, onRevoke func(string)) bool {
 		pw.holds = append(pw.holds, e)
 	}
 	w.unlistLocked(n)
-	e.setting = set
+	set = set && e.setting.take() // a new hold's entry: the turn is free
 	w.mu.Unlock()
 	if known && !w.routed {
 		w.follow(n.own) // the waiter's watch
@@ -340,13 +335,11 @@ func (w *holdWatch) event(ev zk.Event) {
 		w.mu.Unlock()
 		w.lose([]lostHold{{h, lossBy(h, err)}})
 		return
-	case e.setting:
-		e.again = true
+	case !e.setting.ask(): // being set: it is set once more after
 		w.mu.Unlock()
 		return
 	}
 	w.leaveParentLocked(e, parentOf(ev.Path)) // its own watch, set now, takes over from any parent's
-	e.setting = true
 	h := e.h
 	w.mu.Unlock()
 	w.setWatch(e, h)
@@ -378,8 +371,7 @@ func (w *holdWatch) setWatch(e *watched, h *hold) {
 				w.follow(ch)
 			}
 			w.mu.Lock()
-			again := e.again
-			e.again, e.setting = false, again
+			again := e.setting.done()
 			w.mu.Unlock()
 			if !again {
 				return

@@ -124,12 +124,19 @@ func (n *lockNode) markKnown() {
 	}
 }
 
-// closedSignal is a closed channel.
-var closedSignal = func() chan struct{} {
-	ch := make(chan struct{})
+// closedSignal is a closed channel, and firedWatch a watch channel that
+// has fired: what a caller that must not wait is given.
+var (
+	closedSignal                 = closedChanOf[struct{}]()
+	firedWatch   <-chan zk.Event = closedChanOf[zk.Event]()
+)
+
+// closedChanOf returns a new channel of T, closed.
+func closedChanOf[T any]() chan T {
+	ch := make(chan T)
 	close(ch)
 	return ch
-}()
+}
 
 // acquireReq is what a recipe asks of the engine.
 type acquireReq struct {
@@ -844,13 +851,6 @@ func alongside[T any](c *Client, closed T, f func() T) <-chan T {
 	}
 	return out
 }
-
-// firedWatch is a watch channel that has fired.
-var firedWatch = func() <-chan zk.Event {
-	ch := make(chan zk.Event)
-	close(ch)
-	return ch
-}()
 
 // watchOwnAlongside sets n's own watch, if it is not set yet, on another
 // goroutine, so that its request travels with the caller's next one. The

@@ -448,14 +448,7 @@ func (l *Lease) CheckOp() *zk.CheckVersionRequest {
 // (at once for a Lease not made by a Semaphore).
 func (l *Lease) Done() <-chan struct{} {
 	if l == nil || l.h == nil {
-		return closedChan
+		return closedSignal
 	}
 	return l.h.ctx.Done()
 }
-
-// closedChan is a channel that is always closed.
-var closedChan = func() chan struct{} {
-	ch := make(chan struct{})
-	close(ch)
-	return ch
-}()

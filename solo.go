@@ -59,7 +59,7 @@ type solo struct {
 	parent <-chan zk.Event // exists watch on the parent, nil if none
 	czxid  int64           // the watched parent's creation zxid
 	conn   uint64          // the connection the watch was set on (see Client.connEpoch)
-	arming bool            // a watch is being set
+	arming turn            // a watch is being set
 }
 
 // soloTable is what a Client knows of the locks it takes alone: one solo
@@ -135,11 +135,10 @@ func (s *solo) ready(conn uint64) bool {
 func (li *lockInternals) arm() <-chan struct{} {
 	s, c := li.solo, li.c
 	s.mu.Lock()
-	if s.arming || !s.lastFree() || s.watching(c.connEpoch()) {
+	if !s.lastFree() || s.watching(c.connEpoch()) || !s.arming.take() {
 		s.mu.Unlock()
 		return nil
 	}
-	s.arming = true
 	s.mu.Unlock()
 	done := make(chan struct{})
 	if !c.goFunc(func() {
@@ -162,7 +161,7 @@ func (li *lockInternals) arm() <-chan struct{} {
 func (s *solo) armed(ch <-chan zk.Event, st *zk.Stat, conn uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.arming = false
+	s.arming.done()
 	if ch != nil && st != nil && conn != 0 {
 		s.parent, s.czxid, s.conn = ch, st.Czxid, conn
 	}

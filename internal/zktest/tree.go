@@ -229,7 +229,7 @@ func ConnectTimeoutT(t testing.TB, servers []string, sessionTimeout time.Duratio
 
 // awaitSetWatchesPassed waits (at most connectWait) until every go-zk
 // connection loop this goroutine started has passed its set-watches step
-// and waits on its connection (sync.WaitGroup.Wait in Conn.loop). go-zk
+// (see passedSetWatches). go-zk
 // reports the session before that step, which reads the last zxid while
 // the connection's receiver writes it (go-zookeeper/zk#35): a watch set
 // by the test before the step is reached races there, and the race
@@ -254,7 +254,7 @@ func awaitSetWatchesPassed(t testing.TB) {
 				newest, newestID = g, id
 			}
 		}
-		if newest == nil || bytes.Contains(newest, []byte("sync.(*WaitGroup).Wait(")) {
+		if newest == nil || passedSetWatches(newest) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -262,6 +262,23 @@ func awaitSetWatchesPassed(t testing.TB) {
 		}
 		time.Sleep(time.Millisecond) // polling a condition go-zk does not signal
 	}
+}
+
+// passedSetWatches reports whether the go-zk connection loop whose stack
+// is g has passed its set-watches step since it reported its session: it
+// waits on its connection (sync.WaitGroup.Wait in Conn.loop), or that
+// connection has broken already and the loop fails its requests or dials
+// again (Conn.flushRequests, Conn.connect). Waiting for the first alone
+// hung a test whose server closed the new connection at once: the loop
+// dials until a server answers, which can take longer than connectWait
+// (TestConnectTimeoutTConnectionBrokenAtOnce).
+func passedSetWatches(g []byte) bool {
+	for _, past := range []string{"sync.(*WaitGroup).Wait(", "zk.(*Conn).flushRequests(", "zk.(*Conn).connect("} {
+		if bytes.Contains(g, []byte(past)) {
+			return true
+		}
+	}
+	return false
 }
 
 // stackOf returns the calling goroutine's stack, or every goroutine's.
