@@ -135,9 +135,9 @@ const holderLead = 250 * time.Millisecond
 // node of its queue, as its holderProbe last saw it, or for a Semaphore
 // the oldest of its leases, which it lists.
 type holderSource struct {
-	path      string // the lock's path, relative to the namespace
-	leases    string // a Semaphore's leases node (a full path); "" for a lock with a queue
-	maxLeases int    // the Semaphore's size, for HolderError.Leases and MaxLeases; 0 for none (a SemaphoreMutex)
+	path      string         // the lock's path, relative to the namespace
+	leases    *lockInternals // the engine over a Semaphore's leases, which lists and sorts them; nil for a lock with a queue
+	maxLeases int            // the Semaphore's size, for HolderError.Leases and MaxLeases; 0 for none (a SemaphoreMutex)
 }
 
 // holderProbe names the holder of the lock an acquire waits for, in the
@@ -213,7 +213,7 @@ func (p *holderProbe) fire() {
 // Client's, unless the acquire is over or knows of no holder to read.
 // p.mu must be held.
 func (p *holderProbe) readLocked() {
-	if p.stopped || p.src.leases == "" && p.first == "" {
+	if p.stopped || p.src.leases == nil && p.first == "" {
 		return
 	}
 	r := &holderReading{of: p.first, done: make(chan struct{})}
@@ -292,12 +292,12 @@ func (p *holderProbe) early() *HolderError {
 // read under ctx (gone meanwhile, the connection down).
 func (c *Client) readHolder(ctx context.Context, src holderSource, first string) *HolderError {
 	var children []string
-	if src.leases != "" {
+	if src.leases != nil {
 		var err error
-		if children, err = leaseQueue(c, src.leases).sortedChildren(ctx); err != nil {
+		if children, err = src.leases.sortedChildren(ctx); err != nil {
 			return nil
 		}
-		first = firstChild(src.leases, children)
+		first = firstChild(src.leases.basePath, children)
 	}
 	if first == "" {
 		return nil

@@ -282,15 +282,30 @@ func (li *lockInternals) create(ctx context.Context, req acquireReq) (*lockNode,
 	if err != nil {
 		return nil, nil, pre, err
 	}
-	if mutant("presession") { // test-only (zklock_mutant): a node is recorded under the session from before its create
-		return n, listed, pre, nil
-	}
-	if n.session, err = c.createdIn(ctx, n.path, sid); err == nil && n.session != pre.session {
+	pre, moved, err := li.settle(ctx, n, sid, pre)
+	if moved {
 		listed = nil
 		c.holds.unlist(n) // its grant will rest on another listing
-		pre, err = c.awaitSession(ctx, n.session)
 	}
 	return n, listed, pre, err
+}
+
+// settle learns the session of n, whose create began while
+// go-zookeeper's session was sid, and returns the state that a decision
+// on n rests on: pre, the Client's state from before the create, if n is
+// of pre's session; else (moved) the state once the Client's view has
+// n's session, and a listing sent behind the create is not to be decided
+// on (see create).
+func (li *lockInternals) settle(ctx context.Context, n *lockNode, sid int64, pre snapshot) (_ snapshot, moved bool, err error) {
+	c := li.c
+	if mutant("presession") { // test-only (zklock_mutant): a node is recorded under the session from before its create
+		return pre, false, nil
+	}
+	if n.session, err = c.createdIn(ctx, n.path, sid); err != nil || n.session == pre.session {
+		return pre, false, err
+	}
+	pre, err = c.awaitSession(ctx, n.session)
+	return pre, true, err
 }
 
 // createFrom is create's create, from the Client's state pre.
@@ -331,16 +346,25 @@ func (li *lockInternals) createFrom(ctx context.Context, req acquireReq, pre sna
 func (li *lockInternals) createAlone(ctx context.Context, data []byte, pre snapshot) (*lockNode, []string, error) {
 	c := li.c
 	conn := c.connEpoch()
-	p, err := li.driver.CreateNode(ctx, c, path.Join(li.basePath, li.lockName), data)
+	n, err := li.createNode(ctx, data, pre)
 	if err != nil {
 		return nil, nil, err
 	}
-	n := li.newNode(p, pre.session)
 	if !li.solo.created(n.name, conn, c.connEpoch()) {
 		return n, nil, nil
 	}
-	c.log.Debug("zklock: granted alone, from the create's reply", "path", p)
+	c.log.Debug("zklock: granted alone, from the create's reply", "path", n.path)
 	return n, []string{n.name}, nil
+}
+
+// createNode creates our node with the driver, from the Client's state
+// pre.
+func (li *lockInternals) createNode(ctx context.Context, data []byte, pre snapshot) (*lockNode, error) {
+	p, err := li.driver.CreateNode(ctx, li.c, path.Join(li.basePath, li.lockName), data)
+	if err != nil {
+		return nil, err
+	}
+	return li.newNode(p, pre.session), nil
 }
 
 // newNode returns our node at p, created in session.
@@ -351,11 +375,10 @@ func (li *lockInternals) newNode(p string, session int64) *lockNode {
 }
 
 // createAndList creates our node and lists the lock's children in one
-// round trip: the listing is sent right behind the create, on the same
-// session, so ZooKeeper serves it after the create. The listing, with the
-// parent's stat, is returned only if it shows our node (if it overtook the
-// create, or failed, the first decision lists again). snap is the Client's
-// state before.
+// round trip (see createBehind). The listing, with the parent's stat, is
+// returned only if it shows our node (if it overtook the create, or
+// failed, the first decision lists again). snap is the Client's state
+// before.
 func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap snapshot) (*lockNode, []string, *zk.Stat, error) {
 	c := li.c
 	type listing struct {
@@ -369,7 +392,7 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 	// Driver that panics included), lets the parent's watch go.
 	var shown *lockNode
 	defer func() { c.holds.listed(li.basePath, pw, events, shown) }()
-	cctx, sent, listed, ok := readBehind(ctx, c, func(ctx context.Context) listing {
+	n, l, err := createBehind(ctx, li, data, snap, func(ctx context.Context) listing {
 		var children []string
 		var st *zk.Stat
 		var err error
@@ -383,29 +406,40 @@ func (li *lockInternals) createAndList(ctx context.Context, data []byte, snap sn
 		}
 		return listing{children, st}
 	})
-	if !ok {
-		return nil, nil, nil, ErrClosed
-	}
-	defer sent(false) // a Driver that panics: the create's path is forgotten, and the listing dropped
-	// A custom driver may create otherwise: then the listing follows the
-	// create's reply.
-	p, err := li.driver.CreateNode(cctx, c, path.Join(li.basePath, li.lockName), data)
-	sent(err == nil)
-	if err != nil { // the listing's outcome is dropped, its watch removed (see readBehind)
-		return nil, nil, nil, err
-	}
-	n := li.newNode(p, snap.session)
-	var l listing
-	select {
-	case l = <-listed:
-	case <-ctx.Done(): // the first decision lists again, under ctx
-	case <-c.closing:
-	}
-	if !slices.Contains(l.children, n.name) {
-		return n, nil, nil, nil
+	if err != nil || !slices.Contains(l.children, n.name) {
+		return n, nil, nil, err
 	}
 	shown = n
 	return n, l.children, l.parent, nil
+}
+
+// createBehind creates our node with the driver and sends read right
+// behind the create, on the same session, so that ZooKeeper serves it
+// after the create and the caller waits one round trip for both (see
+// readBehind). read's outcome comes with the node, unless ctx ends or the
+// Client closes first (then it is T's zero value). snap is the Client's
+// state before.
+func createBehind[T any](ctx context.Context, li *lockInternals, data []byte, snap snapshot, read func(context.Context) T) (*lockNode, T, error) {
+	c := li.c
+	var out T
+	cctx, sent, listed, ok := readBehind(ctx, c, read)
+	if !ok {
+		return nil, out, ErrClosed
+	}
+	defer sent(false) // a Driver that panics: the create's path is forgotten, and the read dropped
+	// A custom driver may create otherwise: then the read follows the
+	// create's reply.
+	n, err := li.createNode(cctx, data, snap)
+	sent(err == nil)
+	if err != nil { // the read's outcome is dropped, its watch removed (see readBehind)
+		return nil, out, err
+	}
+	select {
+	case out = <-listed:
+	case <-ctx.Done(): // the first decision reads again, under ctx
+	case <-c.closing:
+	}
+	return n, out, nil
 }
 
 // readBehind prepares read to be sent right behind a create, so that
@@ -635,6 +669,155 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 	}
 	v.watch = ch
 	return v, err
+}
+
+// group asks the engine for nodes that one acquire queues together and
+// that hold together, such as a semaphore's leases: they are granted by
+// the group's rule, a hook of the recipe's, instead of by the driver's
+// predicate, once a listing shows them all. The driver only creates and
+// sorts them.
+type group struct {
+	n    int    // nodes to create, at least one
+	data []byte // their data
+	try  bool   // decide once, never wait: ErrLocked instead
+	// rule reports whether the group holds, from a listing of the lock's
+	// children, in no order, that shows every one of its nodes; an error
+	// ends the acquire.
+	rule func(children []string) (bool, error)
+}
+
+// acquireGroup creates g's nodes and waits until g's rule grants them,
+// or (with try) decides once, until ctx ends or the Client closes (see
+// waiter). It does not wait for the connection first, nor queue again:
+// its caller, which orders the groups (a semaphore's internal lock),
+// does. On failure it deletes every node it created; a node found gone is
+// errNodeGone.
+func (li *lockInternals) acquireGroup(ctx context.Context, g group) ([]*lockNode, snapshot, error) {
+	nodes, listed, pre, err := li.createGroup(ctx, g)
+	if err != nil {
+		return nil, snapshot{}, err
+	}
+	w := waiter{c: li.c, lock: li.basePath, session: nodes[0].session, try: g.try}
+	if listed != nil { // read after pre, which the first grant rests on
+		w.pre = &pre
+	}
+	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) {
+		l := listed
+		listed = nil
+		return li.decideGroup(ctx, nodes, l, g.rule)
+	})
+	if err != nil {
+		deleteNodes(ctx, li.c, nodes)
+		return nil, snapshot{}, err
+	}
+	return nodes, snap, nil
+}
+
+// createGroup creates g's nodes one after another, and lists the lock's
+// children, with a watch, right behind the last create (see
+// createBehind), so that the first decision costs no round trip of its
+// own. It returns that listing if it shows every node, and the state the
+// first decision rests on (see create). Nodes of two sessions are
+// errNodeGone: the earlier session's are gone. On failure it deletes the
+// nodes it made.
+func (li *lockInternals) createGroup(ctx context.Context, g group) (nodes []*lockNode, listed *childListing, pre snapshot, err error) {
+	c := li.c
+	defer func() {
+		if err != nil {
+			deleteNodes(ctx, c, nodes)
+			nodes, listed = nil, nil
+		}
+	}()
+	pre = c.snapshot()
+	var l childListing
+	for i := range g.n {
+		sid := c.zc.SessionID()
+		var n *lockNode
+		if i < g.n-1 {
+			n, err = li.createNode(ctx, g.data, pre)
+		} else {
+			n, l, err = createBehind(ctx, li, g.data, pre, li.listWatched)
+		}
+		if err != nil {
+			return nodes, nil, pre, closedErr(err)
+		}
+		nodes = append(nodes, n)
+		var moved bool
+		if pre, moved, err = li.settle(ctx, n, sid, pre); err != nil {
+			return nodes, nil, pre, err
+		}
+		if n.session != nodes[0].session {
+			return nodes, nil, pre, errNodeGone
+		}
+		if moved {
+			l = childListing{} // decided on, it would rest on a state of another session
+		}
+	}
+	if l.err != nil || !listsAll(l.children, nodes) {
+		return nodes, nil, pre, nil
+	}
+	return nodes, &l, pre, nil
+}
+
+// decideGroup decides on nodes by rule, from l if it is given, else from
+// one new listing of the lock's children. The listing sets a child watch,
+// which the verdict waits for: any change of the children may change
+// rule's answer. A listing that lacks one of nodes means it is gone
+// (errNodeGone), and so does a lock node gone.
+func (li *lockInternals) decideGroup(ctx context.Context, nodes []*lockNode, l *childListing, rule func([]string) (bool, error)) (verdict, error) {
+	if l == nil {
+		got, err := retry(li.c, ctx, func() (childListing, error) {
+			l := li.listWatched(ctx)
+			return l, l.err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			return verdict{}, errNodeGone
+		}
+		if err != nil {
+			return verdict{}, err
+		}
+		l = &got
+	}
+	if !listsAll(l.children, nodes) {
+		return verdict{}, errNodeGone
+	}
+	granted, err := rule(l.children)
+	if err != nil {
+		return verdict{}, err
+	}
+	return verdict{granted: granted, watch: l.watch}, nil
+}
+
+// childListing is one listing of a lock's children, with the child watch
+// it set.
+type childListing struct {
+	children []string
+	watch    <-chan zk.Event
+	err      error
+}
+
+// listWatched lists the lock's children once, with a watch.
+func (li *lockInternals) listWatched(ctx context.Context) childListing {
+	children, _, ch, err := li.c.zc.ChildrenW(ctx, li.basePath)
+	return childListing{children, ch, err}
+}
+
+// listsAll reports whether children lists every one of nodes.
+func listsAll(children []string, nodes []*lockNode) bool {
+	for _, n := range nodes {
+		if !slices.Contains(children, n.name) {
+			return false
+		}
+	}
+	return true
+}
+
+// deleteNodes deletes nodes, guaranteed (see Client.deleteNode), for a
+// caller whose context is ctx (see Client.deleteGivenUp).
+func deleteNodes(ctx context.Context, c *Client, nodes []*lockNode) {
+	for _, nd := range nodes {
+		c.deleteGivenUp(ctx, nd)
+	}
 }
 
 // watchAlongside sets a watch on the node at p on another goroutine, so

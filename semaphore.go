@@ -6,7 +6,6 @@ import (
 	"errors"
 	"math"
 	pathpkg "path"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -51,8 +50,9 @@ const leaseName = "lease-"
 type Semaphore struct {
 	// Written once by NewSemaphore, read-only after.
 	c         *Client
-	path      string // as given, relative to the namespace
-	leases    string // full ZooKeeper path of the leases node (in kazoo's layout, the pool: path itself)
+	path      string        // as given, relative to the namespace
+	leases    string        // full ZooKeeper path of the leases node (in kazoo's layout, the pool: path itself)
+	pool      lockInternals // the engine over the children of leases: it lists and sorts them, and in Curator's layout creates them and grants them by the lease rule (see acquireOnce)
 	maxLeases int
 	data      []byte        // lease node data
 	lock      lockInternals // the internal lock at path/locks (in kazoo's layout, a kazoo Lock at path-__lock__)
@@ -64,10 +64,12 @@ type Semaphore struct {
 	pooled atomic.Bool // the path was checked: in kazoo's layout, the pool (see ensurePool); in Curator's, for kazoo's leases (see checkNoKazooLeases)
 }
 
-// Lease is one lease of a Semaphore: a hold of one lease node, with the
-// rules of every [Hold] (Lease.Hold returns it as one, for code that
-// handles holds of any recipe alike). Its methods are safe for concurrent
-// use.
+// Lease is one lease of a Semaphore: a hold of one lease node, a [Hold]
+// in all but name (Lease.Hold returns it as one, for code that handles
+// holds of any recipe alike). The methods it shares with Hold behave as
+// the Hold's do; Token and CheckOp keep the signatures of the API, with
+// no error, and give the Hold's values while the lease stands (the Hold's
+// are the checked forms). Its methods are safe for concurrent use.
 type Lease struct {
 	// Written once by the Semaphore, read-only after.
 	s  *Semaphore
@@ -110,6 +112,7 @@ func NewSemaphore(c *Client, path string, maxLeases int, opts ...LockOption) (*S
 		return nil, err
 	}
 	s.leases = c.fullPath(leases)
+	s.pool = lockInternals{c: c, basePath: s.leases, lockName: leaseName, driver: StandardDriver{}, maxLeases: maxLeases}
 	return s, nil
 }
 
@@ -168,7 +171,7 @@ func (s *Semaphore) Participants(ctx context.Context) ([]string, error) {
 	if err := valid(ctx, s, "semaphore participants"); err != nil {
 		return nil, err
 	}
-	children, err := leaseQueue(s.c, s.leases).sortedChildren(ctx)
+	children, err := s.pool.sortedChildren(ctx)
 	if err != nil {
 		return nil, wrapf(err, "semaphore %s participants", s.path)
 	}
@@ -201,14 +204,14 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool, refused error)
 		return nil, err
 	}
 	defer a.stop()
-	src := holderSource{path: s.path, leases: s.leases}
+	src := holderSource{path: s.path, leases: &s.pool}
 	if s.kind == RecipeSemaphore {
 		src.maxLeases = s.maxLeases
 	}
 	holder := a.probeHolder(ctx, s.c, src, !try)
-	// Its lease protocol waits outside the engine's acquire: an error that
-	// ctx ended while the Client was not connected says so here (see
-	// Client.offline).
+	// Its leases wait in the engine's acquireGroup, which leaves queueing
+	// again to this loop: an error that ctx ended while the Client was
+	// not connected says so here (see Client.offline).
 	r := newRetrier(s.c.opts.retry)
 	for {
 		if err := a.ctx.Err(); err != nil {
@@ -232,12 +235,6 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool, refused error)
 	}
 }
 
-// leaseQueue is an engine over the lease nodes at leases (a full path),
-// to list them in their order (oldest first).
-func leaseQueue(c *Client, leases string) *lockInternals {
-	return &lockInternals{c: c, basePath: leases, lockName: leaseName, driver: StandardDriver{}}
-}
-
 // acquireOnceTry is acquireOnce, and for a Try, under tryConnected (see
 // lockInternals.acquireTry).
 func (s *Semaphore) acquireOnceTry(ctx context.Context, n int, try bool, to grantTo) (leases []*Lease, err error) {
@@ -251,12 +248,12 @@ func (s *Semaphore) acquireOnceTry(ctx context.Context, n int, try bool, to gran
 	return leases, err
 }
 
-// acquireOnce takes the internal lock, creates n lease nodes and waits
-// until the leases node has at most maxLeases children. The internal lock
-// only orders acquirers, so that only its holder watches the leases: it is
-// a node, not a hold, and a connection blip does not end it. Losing it with
-// the session means losing the lease nodes too, which the wait notices.
-// The leases go to to.
+// acquireOnce takes the internal lock, then has the engine create n
+// lease nodes and wait until the lease rule grants them (see leaseRule).
+// The internal lock only orders acquirers, so that only its holder
+// watches the leases: it is a node, not a hold, and a connection blip
+// does not end it. Losing it with the session means losing the lease
+// nodes too, which the wait notices. The leases go to to.
 func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, to grantTo) ([]*Lease, error) {
 	if s.layout == LayoutKazoo {
 		return s.acquireKazoo(ctx, n, try, to)
@@ -277,40 +274,24 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, to grantTo
 		c.holds.drop(lock)
 		c.cleanup(func() { c.deleteLockNode(lock) })
 	}()
-	nodes, first, err := s.createLeases(ctx, n)
+	// The leases' own watches, which learn their tokens, are left to their
+	// holds, as for a Mutex granted at once: a grant costs the creates'
+	// round trip alone.
+	nodes, snap, err := s.pool.acquireGroup(ctx, group{n: n, data: s.data, try: try, rule: s.leaseRule})
 	if err != nil {
 		return nil, err
 	}
 	for _, nd := range nodes {
 		nd.position = lock.position // its place in the queue of acquirers
 	}
-	// The leases' own watches, which learn their tokens, are left to their
-	// holds, as for a Mutex granted at once: a grant costs the creates'
-	// round trip alone.
-	w := waiter{c: c, lock: c.fullPath(s.path), session: nodes[0].session, try: try}
-	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) {
-		if first == nil {
-			return s.decide(ctx, nodes)
-		}
-		var l leaseListing
-		select {
-		case l = <-first:
-		case <-ctx.Done():
-			return verdict{}, ctx.Err()
-		case <-c.closing:
-			return verdict{}, ErrClosed
-		}
-		first = nil
-		if v, ok := s.verdict(l, nodes); ok {
-			return v, nil
-		}
-		return s.decide(ctx, nodes)
-	})
-	if err != nil {
-		deleteNodes(ctx, c, nodes)
-		return nil, err
-	}
 	return s.grant(nodes, snap, to)
+}
+
+// leaseRule is the lease rule of Curator's layout: the leases are granted
+// while the leases node has at most maxLeases children, whoever made
+// them.
+func (s *Semaphore) leaseRule(children []string) (bool, error) {
+	return len(children) <= s.maxLeases || mutant("extralease") && len(children) == s.maxLeases+1, nil // test-only (zklock_mutant): one lease too many
 }
 
 // grantTo is whom leases are granted to: the caller's context (whose
@@ -320,112 +301,6 @@ type grantTo struct {
 	ctx     context.Context
 	st      story
 	maxHold time.Duration
-}
-
-// leaseListing is one listing of the leases, with its watch.
-type leaseListing struct {
-	children []string
-	ch       <-chan zk.Event
-	err      error
-}
-
-// createLeases creates n lease nodes and, right behind the last create,
-// lists the leases with a watch, so that the first decision costs no round
-// trip of its own. The listing comes on the channel. On failure it deletes
-// the nodes it made.
-func (s *Semaphore) createLeases(ctx context.Context, n int) ([]*lockNode, <-chan leaseListing, error) {
-	c := s.c
-	var made []*lockNode
-	for i := range n {
-		cctx, sent, listed := ctx, func(bool) {}, (<-chan leaseListing)(nil)
-		if i == n-1 {
-			var ok bool
-			if cctx, sent, listed, ok = readBehind(ctx, c, s.listLeases); !ok {
-				deleteNodes(ctx, c, made)
-				return nil, nil, ErrClosed
-			}
-			defer sent(false)
-		}
-		sid := c.zc.SessionID()
-		p, err := c.createProtected(cctx, pathpkg.Join(s.leases, leaseName), s.data, zk.FlagEphemeral|zk.FlagSequence, "")
-		sent(err == nil)
-		if err != nil {
-			deleteNodes(ctx, c, made)
-			return nil, nil, closedErr(err)
-		}
-		made = append(made, newLockNode(p, 0))
-		if err := s.learnSession(ctx, made, sid); err != nil {
-			deleteNodes(ctx, c, made)
-			return nil, nil, err
-		}
-		if listed != nil {
-			return made, listed, nil
-		}
-	}
-	return made, nil, nil
-}
-
-// learnSession learns the session of the last of made, created after
-// the others in the session go-zookeeper had when its create began (see
-// lockInternals.create), and waits until the Client's view has that
-// session, so that the wait decides on states of it. Lease nodes of two
-// sessions are errNodeGone: the earlier session's are gone.
-func (s *Semaphore) learnSession(ctx context.Context, made []*lockNode, sid int64) error {
-	c := s.c
-	nd := made[len(made)-1]
-	session, err := c.createdIn(ctx, nd.path, sid)
-	if err != nil {
-		return err
-	}
-	nd.session = session
-	if made[0].session != session {
-		return errNodeGone
-	}
-	if c.snapshot().session != session {
-		_, err = c.awaitSession(ctx, session)
-	}
-	return err
-}
-
-// listLeases lists the leases once, with a watch.
-func (s *Semaphore) listLeases(ctx context.Context) leaseListing {
-	children, _, ch, err := s.c.zc.ChildrenW(ctx, s.leases)
-	return leaseListing{children, ch, err}
-}
-
-// decide lists the leases once, with a watch. Ours are granted when every
-// one of them is there and there are at most maxLeases in all, whoever made
-// them.
-func (s *Semaphore) decide(ctx context.Context, nodes []*lockNode) (verdict, error) {
-	l, err := retry(s.c, ctx, func() (leaseListing, error) {
-		l := s.listLeases(ctx)
-		return l, l.err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return verdict{}, errNodeGone
-	}
-	if err != nil {
-		return verdict{}, err
-	}
-	if v, ok := s.verdict(l, nodes); ok {
-		return v, nil
-	}
-	return verdict{}, errNodeGone
-}
-
-// verdict decides from a listing that shows every one of nodes: granted
-// while there are at most maxLeases leases in all, whoever made them. It
-// reports false for a failed listing or one that lacks a node.
-func (s *Semaphore) verdict(l leaseListing, nodes []*lockNode) (verdict, bool) {
-	if l.err != nil {
-		return verdict{}, false
-	}
-	for _, nd := range nodes {
-		if !slices.Contains(l.children, nd.name) {
-			return verdict{}, false
-		}
-	}
-	return verdict{granted: len(l.children) <= s.maxLeases || mutant("extralease") && len(l.children) == s.maxLeases+1, watch: l.ch}, true // test-only (zklock_mutant): one lease too many
 }
 
 // grant turns granted lease nodes into Leases, each a hold of to's
@@ -445,14 +320,6 @@ func (s *Semaphore) grant(nodes []*lockNode, snap snapshot, to grantTo) ([]*Leas
 	return leases, nil
 }
 
-// deleteNodes deletes nodes, guaranteed (see Client.deleteNode), for a
-// caller whose context is ctx (see Client.deleteGivenUp).
-func deleteNodes(ctx context.Context, c *Client, nodes []*lockNode) {
-	for _, nd := range nodes {
-		c.deleteGivenUp(ctx, nd)
-	}
-}
-
 // Release returns the lease: it cancels the lease's context with cause
 // ErrReleased, deletes the lease node (in the background if the delete
 // fails on the network, until it succeeds, the node is gone, or the Client
@@ -467,10 +334,11 @@ func (l *Lease) Release() error {
 	return l.hd.Release()
 }
 
-// Hold returns the lease as a [Hold]: the same hold, with the methods
-// every recipe's holds share, such as [Hold.Token], which reports whether
-// the lease still stands, and [Hold.Multi]. It is nil for a Lease not made
-// by a Semaphore (a nil Hold's methods return ErrInvalidArgument).
+// Hold returns the lease as a [Hold]: the same hold, for code that
+// handles holds of any recipe alike, with the methods that a Lease does
+// not repeat, such as [Hold.Multi] and [Hold.Bind], and the checked
+// forms of Token and CheckOp. It is nil for a Lease not made by a Semaphore (a
+// nil Hold's methods return ErrInvalidArgument).
 func (l *Lease) Hold() *Hold {
 	if l == nil {
 		return nil
@@ -538,8 +406,11 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 // after the grant it may wait for the lease's first watch to learn it (one
 // round trip at most, unless the lease is lost meanwhile). It is 0 for a
 // lease that ended before its token was learnt, and for a Lease not made
-// by a Semaphore. It does not say whether the lease still stands;
-// l.Hold().Token() does, as every hold's Token.
+// by a Semaphore. While the lease stands it is the token that
+// l.Hold().Token() returns. It does not say whether the lease still
+// stands: l.Hold().Token() is the checked form, which returns an error
+// wrapping ErrNotHeld or ErrLockLost once the lease has ended, as every
+// hold's Token.
 func (l *Lease) Token() int64 {
 	if l == nil || l.h == nil {
 		return 0
@@ -559,9 +430,11 @@ func (l *Lease) Token() int64 {
 // CheckOp returns a check on the lease node, to put first in conn.Multi so
 // that the transaction commits only while the lease exists; its path is
 // the node's full path (see "Paths" in the package doc). It is nil for a
-// Lease not made by a Semaphore. It does not say whether the lease still
-// stands; l.Hold().CheckOp() does, with the errors of every hold's
-// CheckOp. (Token and CheckOp keep the signatures they had before leases
+// Lease not made by a Semaphore. While the lease stands it equals the
+// check that l.Hold().CheckOp() returns. It does not say whether the
+// lease still stands: l.Hold().CheckOp() is the checked form, which
+// returns an error wrapping ErrNotHeld or ErrLockLost once the lease has
+// ended, as every hold's CheckOp. (Token and CheckOp keep the signatures they had before leases
 // were Holds; l.Hold() is the Lease with the error-returning methods
 // that every recipe's holds share, [Hold.Multi] among them.)
 func (l *Lease) CheckOp() *zk.CheckVersionRequest {

@@ -73,26 +73,22 @@ func (s *Semaphore) acquireKazoo(ctx context.Context, n int, try bool, to grantT
 	return s.grant(nodes, snap, to)
 }
 
-// decideKazoo lists the pool once, with a watch: there is room for n
-// leases while the pool has at most maxLeases-n children, whatever they
-// are. A pool of Curator's layout (its "leases" and "locks" nodes) is
-// refused; a pool gone is made again on the next attempt.
+// decideKazoo lists the pool once, with a watch (see
+// lockInternals.decideGroup): there is room for n leases while the pool
+// has at most maxLeases-n children, whatever they are. A pool of
+// Curator's layout (its "leases" and "locks" nodes) is refused; a pool
+// gone is made again on the next attempt.
 func (s *Semaphore) decideKazoo(ctx context.Context, n int) (verdict, error) {
-	l, err := retry(s.c, ctx, func() (leaseListing, error) {
-		l := s.listLeases(ctx)
-		return l, l.err
+	v, err := s.pool.decideGroup(ctx, nil, nil, func(children []string) (bool, error) {
+		if i := slices.IndexFunc(children, func(ch string) bool { return ch == "leases" || ch == "locks" }); i >= 0 {
+			return false, layoutMismatch(s.leases, LayoutKazoo, LayoutCurator, children[i])
+		}
+		return len(children)+n <= s.maxLeases, nil
 	})
-	if errors.Is(err, zk.ErrNoNode) {
+	if errors.Is(err, errNodeGone) { // the pool
 		s.pooled.Store(false)
-		return verdict{}, errNodeGone
 	}
-	if err != nil {
-		return verdict{}, err
-	}
-	if i := slices.IndexFunc(l.children, func(ch string) bool { return ch == "leases" || ch == "locks" }); i >= 0 {
-		return verdict{}, layoutMismatch(s.leases, LayoutKazoo, LayoutCurator, l.children[i])
-	}
-	return verdict{granted: len(l.children)+n <= s.maxLeases, watch: l.ch}, nil
+	return v, err
 }
 
 // createKazooLeases creates n lease nodes "<uuid hex>" in the pool, each

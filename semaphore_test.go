@@ -193,6 +193,51 @@ func TestIntegration_LeaseAPI(t *testing.T) {
 	require.ErrorIs(t, l2.Release(), zklock.ErrNotHeld)
 }
 
+// A Lease's Token and CheckOp give its Hold's values while the lease
+// stands: the same token and the same check, on a Client with a
+// namespace too (the check's path is the full path). Once the lease has
+// ended, the Hold's are the checked forms: ErrNotHeld after a release,
+// ErrLockLost after a loss.
+func TestIntegration_LeaseTokenAndCheckOpAreHolds(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(zklock.WithNamespace(strings.TrimPrefix(e.root, "/") + "/ns"))
+	s, err := zklock.NewSemaphore(c, "/tok", 2)
+	require.NoError(t, err)
+	bg := context.Background()
+	released, err := s.AcquireN(bg, 1)
+	require.NoError(t, err)
+	lost, err := s.Acquire(bg)
+	require.NoError(t, err)
+	for _, l := range []*zklock.Lease{released[0], lost} {
+		tok, err := l.Hold().Token()
+		require.NoError(t, err)
+		assert.NotZero(t, tok)
+		assert.Equal(t, tok, l.Token(), "the Hold's token")
+		check, err := l.Hold().CheckOp()
+		require.NoError(t, err)
+		assert.Equal(t, check, l.CheckOp(), "the Hold's check")
+		assert.Equal(t, e.root+"/ns/tok/leases/"+l.Node(), l.CheckOp().Path, "the full path")
+	}
+
+	require.NoError(t, released[0].Release())
+	_, err = released[0].Hold().Token()
+	require.ErrorIs(t, err, zklock.ErrNotHeld)
+	_, err = released[0].Hold().CheckOp()
+	require.ErrorIs(t, err, zklock.ErrNotHeld)
+	require.NoError(t, e.admin.Delete(e.root+"/ns"+lost.Path(), -1))
+	select {
+	case <-lost.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lease was not lost when its node was deleted")
+	}
+	_, err = lost.Hold().Token()
+	require.ErrorIs(t, err, zklock.ErrLockLost)
+	_, err = lost.Hold().CheckOp()
+	require.ErrorIs(t, err, zklock.ErrLockLost)
+	require.ErrorIs(t, lost.Release(), zklock.ErrLockLost)
+}
+
 // A context with a cause must not make Semaphore or SemaphoreMutex panic:
 // an Acquire that times out behind a queued waiter returns an error that
 // wraps both context.DeadlineExceeded and the cause.
@@ -338,4 +383,68 @@ func TestIntegration_SemaphoreTryAcquire(t *testing.T) {
 	l2, err := s.TryAcquire(bg)
 	require.NoError(t, err)
 	require.NoError(t, l2.Release())
+}
+
+// A Semaphore's acquire costs the requests its protocol needs and no
+// more: the internal lock's create and the listing in its write, each
+// lease's create with one listing in the last one's write, on which the
+// lease rule decides; its release deletes the leases and the internal
+// lock node. A full TryAcquire peeks and writes nothing. A waiting
+// acquire lists the leases once more when they change. (getData, the leases' own watches, is left to
+// their holds and may not be sent before a release.)
+func TestIntegration_SemaphoreRequests(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c, cc := e.countingClient()
+	s := e.semaphore(c, "/count", 4)
+	bg := context.Background()
+	first, err := s.Acquire(bg) // makes the paths, and checks for a kazoo Semaphore's signs
+	require.NoError(t, err)
+	require.NoError(t, first.Release())
+	// settled returns what was sent since before, once the deletes are
+	// (the internal lock's goes in the background), less getData: the
+	// leases' own watches, at most one each, may not be sent before a
+	// release.
+	settled := func(before map[string]int, deletes, leases int) map[string]int {
+		t.Helper()
+		if !assert.Eventually(t, func() bool { return delta(cc, before)["delete"] == deletes },
+			10*time.Second, time.Millisecond, "the deletes") {
+			t.Fatalf("requests: %v", delta(cc, before))
+		}
+		d := delta(cc, before)
+		assert.LessOrEqual(t, d["getData"], leases, "at most a watch per lease")
+		delete(d, "getData")
+		return d
+	}
+	for _, n := range []int{1, 3} {
+		_, before := cc.total()
+		leases, err := s.AcquireN(bg, n)
+		require.NoError(t, err)
+		require.NoError(t, s.ReturnAll(leases))
+		assert.Equal(t, map[string]int{"create": 1 + n, "getChildren": 2, "delete": 1 + n}, settled(before, 1+n, n),
+			"AcquireN(%d): the internal lock's create and listing, the leases' creates and listing, the deletes", n)
+	}
+
+	others, err := e.semaphore(e.client(), "/count", 4).AcquireN(bg, 4)
+	require.NoError(t, err)
+	_, before := cc.total()
+	_, err = s.TryAcquire(bg)
+	require.ErrorIs(t, err, zklock.ErrLocked)
+	d := delta(cc, before)
+	assert.Equal(t, map[string]int{"getChildren": 2, "getData": 1}, d,
+		"a full TryAcquire: peeks of the internal lock and of the leases, and the holder's read; no write")
+
+	leasesPath := e.root + "/count/leases"
+	_, before = cc.total()
+	listed := cc.at("getChildren", leasesPath)
+	got := leaseAsync(bg, s)
+	waitChildren(t, e, leasesPath, 5)
+	require.NoError(t, others[0].Release())
+	w := await(t, got, 10*time.Second)
+	require.NoError(t, w.err)
+	require.NoError(t, w.lease.Release())
+	assert.LessOrEqual(t, cc.at("getChildren", leasesPath)-listed, 2, "a waiting acquire lists the leases once more when one goes")
+	assert.Equal(t, map[string]int{"create": 2, "getChildren": 3, "delete": 2}, settled(before, 2, 1),
+		"a wait: the internal lock's create and listing, the lease's, one more listing, the deletes")
+	require.NoError(t, s.ReturnAll(others))
 }
