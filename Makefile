@@ -34,8 +34,9 @@ vet:
 
 # Root module: unit tests and integration tests against a real ZooKeeper,
 # with the race detector, goroutine-leak checks and root-package coverage.
-# TestFaultTeeth, among them, rebuilds the root package's tests with
-# -tags zklock_mutant and requires the election's and the solo path's
+# TestFaultTeeth, among them, rebuilds the root package's tests with the
+# broken variants of internal/mutants (an -overlay of the source, which
+# has no seam for them) and requires the election's and the solo path's
 # fault tests (two of them on 3-node ensembles of their own, with a
 # follower that lags) to fail on broken variants of the library (about a
 # minute).
@@ -121,8 +122,8 @@ chaos: deps
 # The chaos suite's short mode, in make test: 90 seconds of contention
 # under every kind of fault (those aimed at holders included) and 300
 # waiters in the load phase (TestChaosShort, about 2 minutes); then its
-# self-test (TestChaosTeeth, about 2 minutes): the suite, built with
-# -tags zklock_mutant, runs briefly against four deliberately broken
+# self-test (TestChaosTeeth, about 2 minutes): the suite, built with the
+# variants of internal/mutants, runs briefly against four deliberately broken
 # variants of the library (a hold that never learns of its session's loss,
 # a grant that ignores its predecessor, an acquire that leaves its node on
 # cancel, a semaphore that grants one lease too many) and must catch each

@@ -175,8 +175,6 @@ func acquireOwned(ctx context.Context, c *Client, li *lockInternals, id string, 
 		case err != nil:
 			c.deleteLockNode(node)
 			return nil, snapshot{}, err
-		case mutant("oldsession"): // test-only (zklock_mutant): the listed node is granted unchecked, whatever session owns it
-			return node, snap, nil
 		case owner == node.session && node.session == c.zc.SessionID():
 			return node, snap, nil
 		}

@@ -157,9 +157,6 @@ func (w *holdWatch) unlistLocked(n *lockNode) {
 // childEvent applies an event of the child watch on a lock's parent: every
 // hold that relied on it watches its own node from now on.
 func (w *holdWatch) childEvent(parent string) {
-	if mutant("parentblind") { // test-only (zklock_mutant): a hold granted at once trusts its parent's watch, and never hears it fire
-		return
-	}
 	w.mu.Lock()
 	pw := w.parents[parent]
 	if pw == nil {

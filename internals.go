@@ -206,9 +206,7 @@ func (li *lockInternals) acquire(ctx context.Context, req acquireReq) (_ *lockNo
 		err = c.offline(ctx, err)
 		// Every exit after the create deletes the node, whatever the reason;
 		// a vanished node may be an old session's node that is still dying.
-		if !mutant("orphans") || ctx.Err() == nil { // test-only (zklock_mutant): a cancelled acquire leaves its node
-			c.deleteGivenUp(ctx, n)
-		}
+		c.deleteGivenUp(ctx, n)
 		if !errors.Is(err, errNodeGone) {
 			judged = true
 			return nil, snapshot{}, err
@@ -238,9 +236,6 @@ func (li *lockInternals) acquireTry(ctx context.Context, req acquireReq) (n *loc
 // ends as soon as the connection is down (see Client.tryConnected), and
 // its wait is not logged.
 func (li *lockInternals) awaitUp(ctx context.Context, try bool) error {
-	if mutant("presession") { // test-only (zklock_mutant): an acquire creates its node whatever the connection, and records it under the session from before the create
-		return nil
-	}
 	lock := li.basePath
 	if try {
 		lock = ""
@@ -298,9 +293,6 @@ func (li *lockInternals) create(ctx context.Context, req acquireReq) (*lockNode,
 // on (see create).
 func (li *lockInternals) settle(ctx context.Context, n *lockNode, sid int64, pre snapshot) (_ snapshot, moved bool, err error) {
 	c := li.c
-	if mutant("presession") { // test-only (zklock_mutant): a node is recorded under the session from before its create
-		return pre, false, nil
-	}
 	if n.session, err = c.createdIn(ctx, n.path, sid); err != nil || n.session == pre.session {
 		return pre, false, err
 	}
@@ -626,7 +618,6 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 		n.position = len(children) - 1
 	}
 	res, err := li.driver.GetsTheLock(children, n.name, li.maxLeases)
-	res.Acquired = res.Acquired || mutant("twoholders") && len(children) == 2 // test-only (zklock_mutant): the second in line is granted too
 	if err == nil && !res.Acquired {
 		req.first.see(firstChild(li.basePath, children)) // the holder, that n waits for
 	}
@@ -1072,9 +1063,6 @@ func (w *waiter) await(ctx context.Context, v verdict, stateCh <-chan struct{}) 
 	}
 	select {
 	case ev := <-v.watch:
-		if mutant("resetstorm") && ev.Type == zk.EventNodeDeleted { // test-only (zklock_mutant): a waiter resets when the node it watches goes: it deletes its node and queues a new one
-			return false, errNodeGone
-		}
 		// A deletion grants if the verdict said so. Anything else (a data
 		// change, a watch shared with another waiter, which sees only the
 		// channel close) means deciding again.

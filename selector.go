@@ -151,7 +151,7 @@ func (s *Selector) Run(ctx context.Context, fn func(ctx context.Context) error) 
 		hd, err := s.m.Lock(ctx)
 		if err == nil {
 			err = s.term(ctx, hd, fn)
-			if err == nil || errors.Is(hd.Err(), ErrLockLost) && !mutant("norequeue") { // test-only (zklock_mutant): a lost term ends Run
+			if err == nil || errors.Is(hd.Err(), ErrLockLost) {
 				continue // a term ended: queue again
 			}
 		}

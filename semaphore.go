@@ -291,7 +291,7 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, to grantTo
 // while the leases node has at most maxLeases children, whoever made
 // them.
 func (s *Semaphore) leaseRule(children []string) (bool, error) {
-	return len(children) <= s.maxLeases || mutant("extralease") && len(children) == s.maxLeases+1, nil // test-only (zklock_mutant): one lease too many
+	return len(children) <= s.maxLeases, nil
 }
 
 // grantTo is whom leases are granted to: the caller's context (whose

@@ -391,8 +391,6 @@ func (c *Client) sessionFacts() sessionFacts {
 // lost reports why a hold taken at snapshot s no longer stands, or nil.
 func (f sessionFacts) lost(s snapshot) error {
 	switch {
-	case mutant("holdlost"): // test-only (zklock_mutant): a hold never learns that its session is gone
-		return nil
 	case f.state == StateClosed:
 		return errLostClosed
 	case f.losses != s.losses || f.session != s.session:

@@ -111,12 +111,12 @@ func (li *lockInternals) soloOK() bool {
 // over the parent our last node was in; s.mu must be held. A fired watch
 // is dropped.
 func (s *solo) watching(conn uint64) bool {
-	if s.parent != nil && fired(s.parent) && !mutant("soloblind") { // test-only (zklock_mutant): the parent's watch is trusted after it fired
+	if s.parent != nil && fired(s.parent) {
 		s.parent = nil
 	}
 	return s.parent != nil && conn != 0 &&
-		(conn == s.conn || mutant("soloanyconn")) && // test-only (zklock_mutant): a watch set on another connection proves
-		(s.czxid == s.lczxid || mutant("soloczxid")) // test-only (zklock_mutant): a watch on another parent proves
+		conn == s.conn &&
+		s.czxid == s.lczxid
 }
 
 // ready reports whether the next create may be granted from its reply: the
@@ -174,7 +174,7 @@ func (s *solo) created(name string, conn0, conn1 uint64) bool {
 	seq, ok := seqOf(name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next := ok && s.last != "" && (seq == s.seq+1 || mutant("solonoseq")) // test-only (zklock_mutant): any number proves
+	next := ok && s.last != "" && seq == s.seq+1
 	proved := next && s.lastFree() && conn0 == conn1 && s.watching(conn1)
 	s.last, s.seq, s.streak, s.alone, s.gone, s.lczxid = name, seq, next, proved, false, 0
 	if proved {
@@ -189,7 +189,7 @@ func (s *solo) created(name string, conn0, conn1 uint64) bool {
 // lastFree reports whether our last node was alone and is gone, so that
 // no node but a newer one can be under the parent; s.mu must be held.
 func (s *solo) lastFree() bool {
-	return s.alone && (s.gone || mutant("solostanding")) // test-only (zklock_mutant): our last node counts as gone while it stands
+	return s.alone && s.gone
 }
 
 // listed records a listing taken after the create of name, with the

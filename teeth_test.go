@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zklock/zklock/internal/mutants"
 	"github.com/zklock/zklock/internal/zktest"
 )
 
 // faultTeeth pairs each fault test of the election and of the lock's solo
-// path with the deliberately broken variants of the library (mutant.go)
+// path with the deliberately broken variants of the library
+// (internal/mutants)
 // that it must catch: for the election, each is a naive handling of the
 // Curator bug the test is named after; for the solo path, each drops one
 // condition of its proof (solo.go).
@@ -100,8 +102,10 @@ type teethMutant struct {
 }
 
 // TestFaultTeeth proves that the election's and the solo path's fault
-// tests fail on a naive implementation. It builds this package's tests with the zklock_mutant
-// tag, runs them once without a mutant (they must pass, so that a failure
+// tests fail on a naive implementation. It builds this package's tests
+// with every variant of internal/mutants (the go command's -overlay: the
+// library's own source has none), runs them once without a mutant (they
+// must pass, so that a failure
 // below is the mutant's doing), and then runs each test with each of its
 // mutants: the test must fail, with the expected message. The runs use this
 // binary's shared ZooKeeper, except those of ensembleTeeth, which start
@@ -112,8 +116,15 @@ func TestFaultTeeth(t *testing.T) {
 		t.Skip("builds and runs the election and solo fault tests again, against broken variants")
 	}
 	bin := filepath.Join(t.TempDir(), "zklock-mutant.test")
-	build, err := exec.Command("go", "test", "-c", "-tags", "zklock_mutant", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go test -c -tags zklock_mutant: %s", build)
+	for _, tc := range faultTeeth {
+		for _, m := range tc.mutants {
+			require.Contains(t, mutants.Names(), m.name, "%s's mutant is not in internal/mutants", tc.test)
+		}
+	}
+	overlay, err := mutants.Overlay(".", t.TempDir())
+	require.NoError(t, err)
+	build, err := exec.Command("go", "test", "-c", "-overlay", overlay, "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go test -c -overlay (internal/mutants): %s", build)
 	servers := strings.Join(zktest.Shared(t).Servers(), ",")
 	external := os.Getenv("ZK_SERVERS") != ""
 

@@ -344,7 +344,7 @@ func (pc *protectedCreate) run(ctx context.Context) (created string, err error) 
 		}
 	}()
 	for {
-		if pc.unknown && !mutant("noprotect") { // test-only (zklock_mutant): a create whose reply was lost is sent again, unsought
+		if pc.unknown {
 			if found, err := pc.find(ctx); err != nil || found != "" {
 				return found, err
 			}
@@ -356,7 +356,7 @@ func (pc *protectedCreate) run(ctx context.Context) (created string, err error) 
 		switch {
 		case err == nil:
 			return created, nil
-		case errors.Is(err, zk.ErrNoNode) && pc.missingParentTries < missingParentTries && !mutant("norecreate"): // test-only (zklock_mutant): a missing parent (a deleted lock or election path) is never created
+		case errors.Is(err, zk.ErrNoNode) && pc.missingParentTries < missingParentTries:
 			// A parent is missing, or a container parent was reaped
 			// between mkdirsAs and the create: make it and try at once.
 			pc.missingParentTries++
@@ -391,7 +391,7 @@ func (pc *protectedCreate) find(ctx context.Context) (string, error) {
 		pc.unknown = err != nil
 		return "", err
 	}
-	if pc.flags&zk.FlagEphemeral == 0 || owner == c.zc.SessionID() || mutant("dyingnode") { // test-only (zklock_mutant): a node found by the prefix is adopted, whatever session owns it
+	if pc.flags&zk.FlagEphemeral == 0 || owner == c.zc.SessionID() {
 		return found, nil
 	}
 	c.deleteNode(found) // an earlier session's node, dying

@@ -21,8 +21,9 @@
 // session, and per kind of section (leader included), how often faults
 // struck its holders and paused the next in its queue.
 //
-// TestChaosTeeth runs it, built with -tags zklock_mutant, against broken
-// variants of the library (ZKLOCK_MUTANT) and requires each to be caught.
+// TestChaosTeeth runs it, built with the broken variants of the library
+// in internal/mutants (one chosen by ZKLOCK_MUTANT), and requires each
+// to be caught.
 //
 //	go run ./internal/chaos -seed 42 -duration 10m
 //

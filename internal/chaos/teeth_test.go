@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zklock/zklock/internal/mutants"
 )
 
 // TestChaosTeeth proves that the chaos suite catches what it is meant to
-// catch. It builds this command with the zklock_mutant tag, which lets
-// ZKLOCK_MUTANT turn on one deliberately broken line of the library (see
-// the root package's mutant.go), runs the suite briefly against each
+// catch. It builds this command with every variant of internal/mutants
+// (the go command's -overlay), where ZKLOCK_MUTANT turns on one
+// deliberately broken line of the library, runs the suite briefly against each
 // broken variant, and requires a failure of the right kind:
 //
 //   - holdlost: Client.holdLost never reports a loss, so a hold learns of
@@ -35,9 +36,11 @@ func TestChaosTeeth(t *testing.T) {
 		t.Skip("the chaos suite takes minutes")
 	}
 	bin := filepath.Join(t.TempDir(), "chaos-mutant")
-	build := exec.Command("go", "build", "-tags", "zklock_mutant", "-o", bin, ".")
+	overlay, err := mutants.Overlay("../..", t.TempDir())
+	require.NoError(t, err)
+	build := exec.Command("go", "build", "-overlay", overlay, "-o", bin, ".")
 	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build -tags zklock_mutant: %s", out)
+	require.NoError(t, err, "go build -overlay (internal/mutants): %s", out)
 	noFaults := []string{"-no-faults", "-duration", "10s"}
 	for _, tc := range []struct {
 		mutant string
