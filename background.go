@@ -1,12 +1,26 @@
 package zklock
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // backgroundWorkers bounds the goroutines of a Client's background queue.
 // They send their requests over the one connection at once, so that many
 // deletes (of a thousand holds lost together, say) travel in a few round
 // trips, not one each; more would only queue in go-zookeeper.
 const backgroundWorkers = 64
+
+// backgroundWork is the part of a Client that runs work left to the
+// background: the queue (made by init, never replaced), and
+// the count of deletes under way there, which zkops.go writes as each
+// begins and ends.
+type backgroundWork struct {
+	background *backgroundQueue // work left to the background, on a few goroutines
+	bgDeletes  atomic.Int64     // deletes going on in the background
+}
+
+func (w *backgroundWork) init(c *Client) { w.background = &backgroundQueue{c: c} }
 
 // backgroundQueue runs a Client's background work (see Client.cleanup:
 // freeing lost holds, deletes that could not be done at once) on at most

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,55 +32,20 @@ import (
 // session (for a Client made by Connect), every hold, and every wait.
 type Client struct {
 	// Written once before the Client is returned, read-only after.
-	conn     *zk.Conn    // go-zookeeper's connection (NewClient, or Connect with WithZKOptions)
-	own      *ownSession // zklock's own session (Connect)
-	zc       zkConn      // the engine's view of conn or own; a seam for tests
-	opts     options
-	log      *slog.Logger
-	ownsConn bool            // Connect made conn, so Close closes it
-	initErr  error           // invalid options of NewClient
-	zkEvents <-chan zk.Event // conn's event channel; closed when conn's goroutines end
-	queue    *eventQueue     // session events from the zk callback (Connect only)
-	dials    *dialWatch      // the attempts to open the first session (Connect only)
-	closing  chan struct{}   // closed by Close, or when a wrapped conn is closed
-	watches  watchSet
-	deletes  recentDeletes // checked again after a reconnect
-	lives    liveTable     // holds that stand, per lock
-	solos    soloTable     // what the Client knows of each lock it takes alone (see solo)
-	holding  atomic.Int64  // holds that stand, in all
-	cut      cutShort      // the holds that closing cut short, for Shutdown and Close's record
-	fencing  atomic.Bool   // a token was asked: holds learn theirs as they are granted (see holdWatch.learn)
-	obs      *observer     // nil without WithObserver
+	opts options
+	log  *slog.Logger
+	obs  *observer // nil without WithObserver
 
-	holds      *holdWatch       // follows the nodes of the holds, and ends those lost
-	background *backgroundQueue // work left to the background, on a few goroutines
-	bgDeletes  atomic.Int64     // deletes going on in the background
-
-	drain       context.Context         // cancelled when a Shutdown begins: acquires end (see acquiring)
-	drainCancel context.CancelCauseFunc // cancels drain
-	drainOnce   sync.Once
-	holdEnded   chan struct{} // signalled (not closed) when a hold ends, for Shutdown
-
-	closeOnce   sync.Once
-	closingOnce sync.Once // closes closing
-
-	goMu   sync.Mutex     // protects closed and wg.Add against Close's wg.Wait
-	closed bool           // Close has begun; no goroutine may start
-	wg     sync.WaitGroup // every goroutine the Client starts
-
-	mu         sync.Mutex              // protects the fields below
-	state      ConnectionState         // current state
-	session    int64                   // current session id, 0 before the first
-	negotiated time.Duration           // session timeout the server granted, 0 if unknown
-	suspends   uint64                  // number of suspensions so far
-	suspended  time.Time               // when the last suspension began
-	losses     uint64                  // number of session losses so far
-	changed    chan struct{}           // closed and replaced at every transition
-	up         context.Context         // cancelled when the connection leaves Connected or Reconnected (see tryConnected)
-	upCancel   context.CancelCauseFunc // cancels up
-	outage     outage                  // the current outage, while up is cancelled
-	closeBound time.Time               // set by Close: see pastCloseBound
-	listeners  map[*listener]struct{}  // active Listen callbacks
+	// The Client's parts, each a type in its own file, which says who
+	// writes each field and under which lock. Their fields and methods
+	// are promoted: c.zc is c.transport.zc.
+	transport      // transport.go: the connection or session, and its events
+	lifecycle      // lifecycle.go: the closing signal and the goroutines Close waits for
+	sessionState   // session.go: the connection state, its history and its listeners
+	holdTable      // holdtable.go: the holds that stand and how they are followed
+	opsMemory      // zkops.go: what the ZooKeeper operations remember between calls
+	drainState     // shutdown.go: Shutdown's drain of the acquires
+	backgroundWork // background.go: work left to the background
 }
 
 // Connect opens a ZooKeeper connection to servers and waits, up to the
@@ -256,9 +220,8 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) *Client {
 		if c.initErr == nil {
 			c.initErr = errorf(ErrInvalidArgument, "NewClient: nil conn or events")
 		}
-		c.closingOnce.Do(func() { close(c.closing) })
-		c.state = StateClosed
-		c.setUpLocked()
+		c.end()
+		c.startedAt(0)
 		registered(c, false) // closed from the start
 		return c
 	}
@@ -286,8 +249,7 @@ func (c *Client) adopt(conn *zk.Conn, events <-chan zk.Event) {
 		c.zc = c.opts.wrapConn(c.zc)
 	}
 	if conn.State() == zk.StateHasSession {
-		c.state, c.session = StateConnected, conn.SessionID()
-		c.setUpLocked() // not shared yet: no lock needed
+		c.startedAt(conn.SessionID())
 		// Events still buffered are history (the connect that led here);
 		// replayed, they would look like a suspension.
 	drain:
@@ -305,21 +267,14 @@ func (c *Client) adopt(conn *zk.Conn, events <-chan zk.Event) {
 }
 
 func newClient(o options) *Client {
-	c := &Client{
-		opts:      o,
-		log:       o.logger,
-		closing:   make(chan struct{}),
-		state:     StateSuspended,
-		changed:   make(chan struct{}),
-		listeners: make(map[*listener]struct{}),
-		watches:   watchSet{m: make(map[string]<-chan zk.Event), sweepAt: 64},
-	}
-	c.up, c.upCancel = context.WithCancelCause(context.Background())
+	c := &Client{opts: o, log: o.logger}
+	c.lifecycle.init()
+	c.sessionState.init()
 	c.setUpLocked()
-	c.drain, c.drainCancel = context.WithCancelCause(context.Background())
-	c.holdEnded = make(chan struct{}, 1)
-	c.holds = newHoldWatch(c, false)
-	c.background = &backgroundQueue{c: c}
+	c.holdTable.init(c)
+	c.opsMemory.init()
+	c.drainState.init()
+	c.backgroundWork.init(c)
 	registered(c, true)
 	return c
 }
@@ -420,18 +375,11 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closeOnce.Do(func() {
-		c.cut.begun.Store(true) // every hold that ends from now on was cut short
+		c.cut.begin() // every hold that ends from now on was cut short
 		registered(c, false)
-		c.drainCancel(ErrClosed)
-		c.transition(func() bool {
-			c.closeBound = c.closeBoundLocked()
-			c.state = StateClosed
-			return true
-		})
-		c.goMu.Lock()
-		c.closed = true
-		c.goMu.Unlock()
-		c.closingOnce.Do(func() { close(c.closing) })
+		c.startDrain()
+		c.markClosed()
+		c.shut()
 		c.holds.sweep() // every hold standing is lost
 		if c.ownsConn && c.conn != nil {
 			c.conn.Close()
@@ -464,26 +412,6 @@ func (c *Client) awaitConnGone() {
 			open = false
 		}
 	}
-}
-
-// closeBoundLocked is how long after Close the Client keeps deleting its
-// nodes on a connection it does not own: until the session cannot be alive
-// any more if the connection stays down, a session timeout after it went
-// down (or after Close, if it is up). c.mu must be held.
-func (c *Client) closeBoundLocked() time.Time {
-	from := time.Now()
-	if c.state == StateSuspended || c.state == StateLost {
-		from = c.suspended
-	}
-	return from.Add(c.sessionTimeoutLocked())
-}
-
-// pastCloseBound reports whether the Client was closed and its close bound
-// has passed.
-func (c *Client) pastCloseBound() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.state == StateClosed && time.Now().After(c.closeBound)
 }
 
 // usable returns ErrClosed (or the NewClient option error) when the Client
@@ -520,22 +448,6 @@ func (c *Client) recipeData(what, p string, data []byte) ([]byte, error) {
 		data = c.opts.nodeData
 	}
 	return data, checkRequest(what, p, c.fullPath(p), data)
-}
-
-// goFunc runs f on a goroutine that Close waits for. It reports false, and
-// does not run f, once Close has begun.
-func (c *Client) goFunc(f func()) bool {
-	c.goMu.Lock()
-	defer c.goMu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		f()
-	}()
-	return true
 }
 
 // cleanup runs f, clean-up work, in the background, on the Client's

@@ -22,7 +22,7 @@ func connectOwn(addrs []string, o options) (*Client, error) {
 	c := newClient(o)
 	c.ownsConn = true
 	c.queue = newEventQueue()
-	c.holds.routed = true // node events come through OnEvent
+	c.routeHolds() // node events come through OnEvent
 	c.dials = newDialWatch(c.log, len(slices.Compact(slices.Sorted(slices.Values(addrs)))))
 	ctx, cancel := context.WithTimeout(context.Background(), o.connectTimeout)
 	defer cancel()

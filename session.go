@@ -12,6 +12,52 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
+// sessionState is the part of a Client that knows its connection: its
+// state and session, their history (suspensions, losses, the outage) and
+// who listens. Every field is guarded by mu, and written by the methods
+// in this file only: the transitions (run and handle, from the session's
+// events), and markClosed, which Close calls.
+type sessionState struct {
+	mu         sync.Mutex              // protects the fields below
+	state      ConnectionState         // current state
+	session    int64                   // current session id, 0 before the first
+	negotiated time.Duration           // session timeout the server granted, 0 if unknown
+	suspends   uint64                  // number of suspensions so far
+	suspended  time.Time               // when the last suspension began
+	losses     uint64                  // number of session losses so far
+	changed    chan struct{}           // closed and replaced at every transition
+	up         context.Context         // cancelled when the connection leaves Connected or Reconnected (see tryConnected)
+	upCancel   context.CancelCauseFunc // cancels up
+	outage     outage                  // the current outage, while up is cancelled
+	closeBound time.Time               // set by Close: see pastCloseBound
+	listeners  map[*listener]struct{}  // active Listen callbacks
+}
+
+func (s *sessionState) init() {
+	s.state, s.changed, s.listeners = StateSuspended, make(chan struct{}), make(map[*listener]struct{})
+	s.up, s.upCancel = context.WithCancelCause(context.Background())
+}
+
+// startedAt sets the state of a Client that is not shared yet: connected
+// to session sid (0: closed from the start, as a NewClient of nil).
+func (c *Client) startedAt(sid int64) {
+	c.state, c.session = StateConnected, sid
+	if sid == 0 {
+		c.state = StateClosed
+	}
+	c.setUpLocked() // not shared yet: no lock needed
+}
+
+// markClosed moves the Client to StateClosed, for Close, and sets how
+// long it keeps deleting its nodes (see closeBoundLocked).
+func (c *Client) markClosed() {
+	c.transition(func() bool {
+		c.closeBound = c.closeBoundLocked()
+		c.state = StateClosed
+		return true
+	})
+}
+
 // ConnectionState is the state of a Client's ZooKeeper session, as Curator
 // reports it. Its String method gives the name.
 type ConnectionState int
@@ -482,7 +528,7 @@ func (c *Client) run() {
 				// The owner closed the wrapped connection: its session and
 				// our nodes are gone, and nothing can be done any more.
 				c.transition(func() bool { return c.lose() })
-				c.closingOnce.Do(func() { close(c.closing) })
+				c.end()
 				c.holds.sweep()
 				return
 			}
@@ -683,4 +729,24 @@ type zkLogger struct{ log *slog.Logger }
 
 func (l zkLogger) Printf(format string, args ...any) {
 	l.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
+}
+
+// closeBoundLocked is how long after Close the Client keeps deleting its
+// nodes on a connection it does not own: until the session cannot be alive
+// any more if the connection stays down, a session timeout after it went
+// down (or after Close, if it is up). c.mu must be held.
+func (c *Client) closeBoundLocked() time.Time {
+	from := time.Now()
+	if c.state == StateSuspended || c.state == StateLost {
+		from = c.suspended
+	}
+	return from.Add(c.sessionTimeoutLocked())
+}
+
+// pastCloseBound reports whether the Client was closed and its close bound
+// has passed.
+func (c *Client) pastCloseBound() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state == StateClosed && time.Now().After(c.closeBound)
 }

@@ -49,7 +49,7 @@ func (c *Client) Shutdown(ctx context.Context) error {
 		return wrapf(ErrInvalidArgument, "shutdown: nil context")
 	}
 	late := c.closeBegun()
-	c.drainOnce.Do(func() { c.drainCancel(ErrClosed) })
+	c.startDrain()
 	why := c.awaitHolds(ctx)
 	c.Close() // returns once the Close that ends the holds, ours or another's, is done
 	n, locks := c.cut.read()
@@ -149,6 +149,28 @@ func shutdownErr(ctx, actx context.Context, err error) error {
 	return err
 }
 
+// drainState is the part of a Client that Shutdown drains with: drain,
+// which the acquires watch (see acquiring), cancelled once, by the first
+// of Shutdown (startDrain) and Close (client.go); and holdEnded, which
+// hold.go signals (never closes) as each hold ends. Both are made by
+// init and never replaced.
+type drainState struct {
+	drain       context.Context         // cancelled when a Shutdown begins: acquires end (see acquiring)
+	drainCancel context.CancelCauseFunc // cancels drain
+	drainOnce   sync.Once
+	holdEnded   chan struct{} // signalled (not closed) when a hold ends, for Shutdown
+}
+
+func (d *drainState) init() {
+	d.holdEnded = make(chan struct{}, 1)
+	d.drain, d.drainCancel = context.WithCancelCause(context.Background())
+}
+
+// startDrain cancels drain, once: acquires waiting end with ErrClosed.
+func (d *drainState) startDrain() {
+	d.drainOnce.Do(func() { d.drainCancel(ErrClosed) })
+}
+
 // cutShort is the account of the holds that closing a Client cut short:
 // the holds granted to their callers that stood when Close began, which
 // end after it, whatever ends each (Close's sweep, a release or a loss
@@ -163,6 +185,10 @@ type cutShort struct {
 	n     int                 // holds cut short; guarded by mu
 	locks map[string]struct{} // the paths of their locks; guarded by mu
 }
+
+// begin starts the account: every hold that ends from now on was cut
+// short.
+func (r *cutShort) begin() { r.begun.Store(true) }
 
 // add counts a hold of the lock at path, relative to the namespace.
 func (r *cutShort) add(path string) {

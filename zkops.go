@@ -816,6 +816,20 @@ func validUUID(s string) bool {
 	return true
 }
 
+// opsMemory is the part of a Client that its ZooKeeper operations keep
+// between calls: the watches its waiters share (watchSet, in this file)
+// and the deletes to check again after a reconnect (recentDeletes,
+// recheck.go). Each is written by its own methods, under its own lock;
+// watches is made by init.
+type opsMemory struct {
+	watches watchSet
+	deletes recentDeletes // checked again after a reconnect
+}
+
+func (m *opsMemory) init() {
+	m.watches.m, m.watches.sweepAt = make(map[string]<-chan zk.Event), 64
+}
+
 // watchSet shares one ZooKeeper watch per node among all local waiters.
 // go-zookeeper cannot remove a watch, so a waiter that gives up leaves its
 // watch registered until the node changes; sharing bounds those leftovers
