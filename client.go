@@ -221,7 +221,7 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) *Client {
 			c.initErr = errorf(ErrInvalidArgument, "NewClient: nil conn or events")
 		}
 		c.end()
-		c.startedAt(0)
+		c.startedAt(StateClosed, 0)
 		registered(c, false) // closed from the start
 		return c
 	}
@@ -249,7 +249,7 @@ func (c *Client) adopt(conn *zk.Conn, events <-chan zk.Event) {
 		c.zc = c.opts.wrapConn(c.zc)
 	}
 	if conn.State() == zk.StateHasSession {
-		c.startedAt(conn.SessionID())
+		c.startedAt(StateConnected, conn.SessionID())
 		// Events still buffered are history (the connect that led here);
 		// replayed, they would look like a suspension.
 	drain:

@@ -334,6 +334,9 @@ type liveTable struct {
 	n  map[lockID]int32 // guarded by mu; no zero entries
 }
 
+// count returns the count of the lock key in t.
+func (t *liveTable) count(key lockID) lockCount { return lockCount{t, key} }
+
 // lockCount is one lock's count in its Client's liveTable.
 type lockCount struct {
 	t   *liveTable

@@ -117,7 +117,7 @@ func newMutex(c *Client, path, lockName, variant string, maxLeases int, o lockOp
 	}
 	m.li.solo = c.solos.of(m.li.id())
 	m.li.maxHold = o.maxHold
-	m.live = lockCount{&c.lives, m.li.id()}
+	m.live = c.lives.count(m.li.id())
 	m.key, m.name = m.li.id(), "lock "+path
 	return m, nil
 }

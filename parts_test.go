@@ -25,10 +25,12 @@ var clientParts = map[string][]string{
 }
 
 // A field of a Client part is written only in the files its part allows:
-// an assignment, an increment, or an atomic write (Store, Add, Swap,
-// CompareAndSwap) to c.field or x.c.field, where c is a Client (by the
-// package's convention, the Client is c). A reader finds where a field is
-// written from its part's doc, without searching.
+// an assignment (to it or to an element of it), an increment, an atomic
+// write (Store, Add, Swap, CompareAndSwap), delete or close on it, or its
+// address taken, of c.field or x.c.field, where c is a Client; and a
+// part's methods are declared in its files. The check goes by names, not
+// types: by the package's convention a Client is c. A reader finds where
+// a field is written from its part's doc, without searching.
 func TestClientPartsWrittenInTheirFiles(t *testing.T) {
 	t.Parallel()
 	fset := token.NewFileSet()
@@ -53,6 +55,13 @@ func TestClientPartsWrittenInTheirFiles(t *testing.T) {
 		}
 	}
 	for name, f := range files {
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil {
+				if part := recvName(fd.Recv.List[0].Type); clientParts[part] != nil && !slices.Contains(clientParts[part], name) {
+					t.Errorf("%s: a method of %s outside its part's files %v", fset.Position(fd.Pos()), part, clientParts[part])
+				}
+			}
+		}
 		for _, w := range clientWrites(f) {
 			part, ok := owner[w.Sel.Name]
 			if ok && !slices.Contains(clientParts[part], name) {
@@ -87,6 +96,9 @@ func partFields(files map[string]*ast.File) map[string]string {
 func clientWrites(f *ast.File) []*ast.SelectorExpr {
 	var out []*ast.SelectorExpr
 	add := func(e ast.Expr) {
+		for ix, ok := e.(*ast.IndexExpr); ok; ix, ok = e.(*ast.IndexExpr) {
+			e = ix.X // c.field[k] = v writes c.field
+		}
 		for s, ok := e.(*ast.SelectorExpr); ok; s, ok = s.X.(*ast.SelectorExpr) {
 			if isClient(s.X) { // c.field, or c.field.sub...
 				out = append(out, s)
@@ -102,14 +114,32 @@ func clientWrites(f *ast.File) []*ast.SelectorExpr {
 			}
 		case *ast.IncDecStmt:
 			add(n.X)
+		case *ast.UnaryExpr:
+			if n.Op == token.AND {
+				add(n.X)
+			}
 		case *ast.CallExpr:
 			if s, ok := n.Fun.(*ast.SelectorExpr); ok && slices.Contains([]string{"Store", "Add", "Swap", "CompareAndSwap"}, s.Sel.Name) {
 				add(s.X)
+			}
+			if id, ok := n.Fun.(*ast.Ident); ok && (id.Name == "delete" || id.Name == "close") && len(n.Args) > 0 {
+				add(n.Args[0])
 			}
 		}
 		return true
 	})
 	return out
+}
+
+// recvName is the type name of a method's receiver, T or *T.
+func recvName(e ast.Expr) string {
+	if s, ok := e.(*ast.StarExpr); ok {
+		e = s.X
+	}
+	if id, ok := e.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
 }
 
 // isClient reports whether e is c or x.c.

@@ -35,7 +35,7 @@ func NewSemaphoreMutex(c *Client, path string, opts ...LockOption) (*SemaphoreMu
 	if err != nil {
 		return nil, err
 	}
-	s.live = lockCount{&c.lives, s.mutexID()} // holds belong to the lock
+	s.live = c.lives.count(s.mutexID()) // holds belong to the lock
 	s.kind = RecipeSemaphoreMutex
 	return &SemaphoreMutex{s: s}, nil
 }

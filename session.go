@@ -38,13 +38,11 @@ func (s *sessionState) init() {
 	s.up, s.upCancel = context.WithCancelCause(context.Background())
 }
 
-// startedAt sets the state of a Client that is not shared yet: connected
-// to session sid (0: closed from the start, as a NewClient of nil).
-func (c *Client) startedAt(sid int64) {
-	c.state, c.session = StateConnected, sid
-	if sid == 0 {
-		c.state = StateClosed
-	}
+// startedAt sets the state of a Client that is not shared yet: st, of
+// session sid (StateConnected to a wrapped connection's session, or
+// StateClosed from the start, as a NewClient of nil).
+func (c *Client) startedAt(st ConnectionState, sid int64) {
+	c.state, c.session = st, sid
 	c.setUpLocked() // not shared yet: no lock needed
 }
 

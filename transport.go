@@ -6,8 +6,9 @@ import "github.com/go-zookeeper/zk"
 // session (Connect) or a go-zookeeper connection (NewClient, or Connect
 // with WithZKOptions), seen by the engine through one interface, zc, and
 // the session events they give. Its fields are written once, before the
-// Client is returned, by Connect (connect.go) and NewClient and adopt
-// (client.go); they are read-only after, and need no lock.
+// Client is returned, by Connect (connectOwn in connect.go, connectGo in
+// client.go) and NewClient and adopt (client.go); they are read-only
+// after, and need no lock.
 type transport struct {
 	conn     *zk.Conn        // go-zookeeper's connection (NewClient, or Connect with WithZKOptions)
 	own      *ownSession     // zklock's own session (Connect)

@@ -22,7 +22,7 @@
 // struck its holders and paused the next in its queue.
 //
 // TestChaosTeeth runs it, built with the broken variants of the library
-// in internal/mutants (one chosen by ZKLOCK_MUTANT), and requires each
+// in internal/mutants (one chosen at run time), and requires each
 // to be caught.
 //
 //	go run ./internal/chaos -seed 42 -duration 10m

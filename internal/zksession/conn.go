@@ -78,12 +78,15 @@ func (s *Session) prime() {
 }
 
 // writeLoop writes what is queued, all of it in one write, as soon as it
-// is queued, and a ping when nothing has been sent for T/3.
+// is queued, and a ping when nothing has been sent for T/3. The first
+// ping is due T/3 after the ConnectRequest was written, not after the
+// handshake ended: the read timeout counts from that write (see
+// readLoop), and a slow handshake must not eat the ping's time.
 func (s *Session) writeLoop(c *conn, stop <-chan struct{}) {
 	var buf []byte
 	ping, _ := zkwire.AppendRequest(nil, 0, zkwire.RequestHeader{Xid: zkwire.XidPing, Type: zkwire.OpPing}, nil)
-	lastSend := time.Now()
-	timer := time.NewTimer(s.Timeout() / 3)
+	lastSend := s.epoch.Add(time.Duration(s.heard.Load())) // the ConnectRequest's write
+	timer := time.NewTimer(min(s.Timeout()/3, 10*time.Second) - time.Since(lastSend))
 	defer timer.Stop()
 	for {
 		select {
@@ -94,7 +97,8 @@ func (s *Session) writeLoop(c *conn, stop <-chan struct{}) {
 		case <-timer.C:
 		}
 		every := min(s.Timeout()/3, 10*time.Second)
-		now := int64(time.Since(s.epoch)) // before the write: what it sends is heard no earlier
+		writing := time.Now() // before the write: what it sends is heard no earlier
+		now := int64(writing.Sub(s.epoch))
 		s.mu.Lock()
 		buf = s.takeQueued(buf[:0], now)
 		if len(buf) == 0 && time.Since(lastSend) >= every {
@@ -108,7 +112,7 @@ func (s *Session) writeLoop(c *conn, stop <-chan struct{}) {
 				c.fail(err)
 				return
 			}
-			lastSend = time.Now()
+			lastSend = writing // a write that blocked does not put the next ping off
 		}
 		timer.Reset(every - time.Since(lastSend))
 	}

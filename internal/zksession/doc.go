@@ -50,7 +50,7 @@
 //
 // The session is expired, terminally, when a ConnectResponse says so
 // (timeout <= 0), when it names another session, when the server sends an
-// Expired session event, or when nothing has been heard from any server for
+// Expired session event, or when nothing has been read from any server for
 // 4T/3 (the Java client's client-side expiry). Every request then fails
 // with an error matching [ErrSessionExpired]; a new session is never
 // opened in its place. Pings (xid -2, kept out of the FIFO) go when nothing
