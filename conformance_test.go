@@ -693,8 +693,8 @@ func confCtxBlackhole(e *confEnv) {
 	e.expect("create /n", err, nil)
 	link.Pause() // a blackhole: connections stay open, nothing passes
 	for _, d := range []time.Duration{300 * time.Millisecond, 600 * time.Millisecond} {
+		start := time.Now() // before the deadline is set: took >= d holds exactly
 		dctx, cancel := context.WithTimeout(ctx, d)
-		start := time.Now()
 		_, _, err := zc.Get(dctx, e.p("/n"))
 		took := time.Since(start)
 		cancel()
