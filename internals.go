@@ -598,11 +598,10 @@ func (li *lockInternals) wait(ctx context.Context, n *lockNode, req acquireReq, 
 // listing shows the watched node as the only one in n's way, that node's
 // deletion alone grants the lock: the nodes before n can only go, never
 // come, so no listing could show more (the waiter still checks first that
-// n itself stands). And a
-// waiter with more than one node in its way also watches the one before
-// the one it waits for: when that one goes, the one it waits for most
-// likely holds, and the waiter lists then, while it holds, so that its
-// release grants at once.
+// n itself stands). And a waiter with more than one node in its way also
+// watches the one before the one it waits for: when that one goes, the
+// one it waits for most likely holds, and the waiter lists then, while it
+// holds, so that its release grants at once.
 func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []string, req acquireReq) (verdict, error) {
 	var err error
 	if children == nil {

@@ -85,8 +85,8 @@ func (s *Session) prime() {
 func (s *Session) writeLoop(c *conn, stop <-chan struct{}) {
 	var buf []byte
 	ping, _ := zkwire.AppendRequest(nil, 0, zkwire.RequestHeader{Xid: zkwire.XidPing, Type: zkwire.OpPing}, nil)
-	lastSend := s.epoch.Add(time.Duration(s.heard.Load())) // the ConnectRequest's write
-	timer := time.NewTimer(min(s.Timeout()/3, 10*time.Second) - time.Since(lastSend))
+	lastSend := s.lastHeard() // the ConnectRequest's write
+	timer := time.NewTimer(s.pingEvery() - time.Since(lastSend))
 	defer timer.Stop()
 	for {
 		select {
@@ -96,7 +96,7 @@ func (s *Session) writeLoop(c *conn, stop <-chan struct{}) {
 			s.gather()
 		case <-timer.C:
 		}
-		every := min(s.Timeout()/3, 10*time.Second)
+		every := s.pingEvery()
 		writing := time.Now() // before the write: what it sends is heard no earlier
 		now := int64(writing.Sub(s.epoch))
 		s.mu.Lock()
@@ -150,7 +150,7 @@ func (s *Session) readLoop(c *conn) error {
 	var buf []byte
 	var d zkwire.Decoder
 	for {
-		c.nc.SetReadDeadline(s.epoch.Add(time.Duration(s.heard.Load()) + 2*s.Timeout()/3))
+		c.nc.SetReadDeadline(s.lastHeard().Add(2 * s.Timeout() / 3))
 		payload, err := zkwire.ReadFrame(c.br, buf, s.maxReply())
 		var big *zkwire.FrameSizeError
 		if errors.As(err, &big) && big.Len > 0 {
@@ -198,6 +198,14 @@ func (s *Session) pingAnswered() {
 		s.pings = s.pings[1:]
 	}
 }
+
+// pingEvery is how long the writer lets pass without sending before it
+// pings: T/3, and at most 10 s.
+func (s *Session) pingEvery() time.Duration { return min(s.Timeout()/3, 10*time.Second) }
+
+// lastHeard is when the server last heard the session, as far as its
+// answers prove (see heard).
+func (s *Session) lastHeard() time.Time { return s.epoch.Add(time.Duration(s.heard.Load())) }
 
 // heardAt records that the server answered what was written at sent (ns
 // since epoch). Only the reading goroutine calls it.
