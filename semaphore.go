@@ -266,14 +266,11 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, to grantTo
 	if err != nil {
 		return nil, err
 	}
-	// Give the internal lock up without waiting for the delete's reply:
-	// the next acquirer waits for it, our caller need not. The Client
-	// forgets the node at once: a cleanup may never run on a closing
-	// Client.
-	defer func() {
-		c.holds.drop(lock)
-		c.cleanup(func() { c.deleteLockNode(lock) })
-	}()
+	// Give the internal lock up before returning, as Curator does, but
+	// without waiting for the delete's reply: queued, it goes out before
+	// whatever this Client sends next (the lease's Release, another
+	// acquire), so no acquirer told of that finds the lock still taken.
+	defer c.deleteQueued(lock)
 	// The leases' own watches, which learn their tokens, are left to their
 	// holds, as for a Mutex granted at once: a grant costs the creates'
 	// round trip alone.

@@ -52,12 +52,8 @@ func (s *Semaphore) acquireKazoo(ctx context.Context, n int, try bool, to grantT
 	if err != nil {
 		return nil, err
 	}
-	// As acquireOnce does: the next acquirer waits for the delete's
-	// reply, our caller need not.
-	defer func() {
-		c.holds.drop(lock)
-		c.cleanup(func() { c.deleteLockNode(lock) })
-	}()
+	// As acquireOnce does: given up before returning, its delete queued.
+	defer c.deleteQueued(lock)
 	w := waiter{c: c, lock: c.fullPath(s.path), session: lock.session, try: try}
 	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) { return s.decideKazoo(ctx, n) })
 	if err != nil {

@@ -402,9 +402,9 @@ func TestIntegration_SemaphoreRequests(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, first.Release())
 	// settled returns what was sent since before, once the deletes are
-	// (the internal lock's goes in the background), less getData: the
-	// leases' own watches, at most one each, may not be sent before a
-	// release.
+	// (the internal lock's is queued before the acquire returns, its
+	// reply not awaited), less getData: the leases' own watches, at most
+	// one each, may not be sent before a release.
 	settled := func(before map[string]int, deletes, leases int) map[string]int {
 		t.Helper()
 		if !assert.Eventually(t, func() bool { return delta(cc, before)["delete"] == deletes },
@@ -447,4 +447,45 @@ func TestIntegration_SemaphoreRequests(t *testing.T) {
 	assert.Equal(t, map[string]int{"create": 2, "getChildren": 3, "delete": 2}, settled(before, 2, 1),
 		"a wait: the internal lock's create and listing, the lease's, one more listing, the deletes")
 	require.NoError(t, s.ReturnAll(others))
+}
+
+// A lease returned frees its place for every acquirer at once: a
+// TryAcquire after Release, from this Client or another, is granted, in
+// both layouts. The internal lock that orders acquirers is given up
+// before Acquire returns, as Curator and kazoo give theirs up; a delete
+// of it left to the background, here delayed as a busy machine delays a
+// goroutine, was still there for the next acquirer, which was refused with
+// ErrLocked while no lease was held.
+func TestIntegration_SemaphoreFreeAfterRelease(t *testing.T) {
+	t.Parallel()
+	for _, layout := range []zklock.Layout{zklock.LayoutCurator, zklock.LayoutKazoo} {
+		t.Run(layout.String(), func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			c, f := e.faultClient()
+			f.mu.Lock()
+			f.beforeDelete = func(p string) {
+				if strings.Contains(p, "/locks/") || strings.Contains(p, "-__lock__/") {
+					time.Sleep(100 * time.Millisecond) // a slow goroutine, not a wait for anything
+				}
+			}
+			f.mu.Unlock()
+			s, err := zklock.NewSemaphore(c, e.root+"/free", 1, zklock.WithLayout(layout))
+			require.NoError(t, err)
+			other, err := zklock.NewSemaphore(e.client(), e.root+"/free", 1, zklock.WithLayout(layout))
+			require.NoError(t, err)
+			bg := context.Background()
+			for i := range 3 {
+				l, err := s.Acquire(bg)
+				require.NoError(t, err)
+				require.NoError(t, l.Release())
+				l, err = other.TryAcquire(bg)
+				require.NoError(t, err, "round %d: another Client's TryAcquire after Release", i)
+				require.NoError(t, l.Release())
+				l, err = s.TryAcquire(bg)
+				require.NoError(t, err, "round %d: this Client's TryAcquire after Release", i)
+				require.NoError(t, l.Release())
+			}
+		})
+	}
 }

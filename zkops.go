@@ -584,7 +584,23 @@ func (c *Client) deleteLockNode(n *lockNode) error {
 // still queued when the connection drops is retried in the background,
 // after the caller's next requests.)
 func (c *Client) deleteGivenUp(ctx context.Context, n *lockNode) {
-	if ctx.Err() == nil || !c.zc.Native() {
+	if ctx.Err() == nil {
+		c.deleteLockNode(n)
+		return
+	}
+	c.deleteQueued(n)
+}
+
+// deleteQueued deletes n, a node whose delete no caller waits for, such as
+// a Semaphore's internal lock once its leases are made: it returns once
+// the delete is queued on zklock's own session, whose later requests
+// ZooKeeper serves after it, and the delete goes on in the background.
+// So the caller's next request, or another process told of it by a
+// later request's reply, no longer finds n. On a wrapped go-zookeeper
+// connection, which does not say when a request is queued, it returns
+// once the delete is done, or gone to the background (see deleteNode).
+func (c *Client) deleteQueued(n *lockNode) {
+	if !c.zc.Native() {
 		c.deleteLockNode(n)
 		return
 	}
