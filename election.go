@@ -9,7 +9,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/zklock/zklock/internal/layout"
+	"github.com/zklock/zklock/internal/zksession"
 )
 
 // latchName is the name of a leader latch's nodes before the sequence, as
@@ -361,9 +363,18 @@ func observe(ctx context.Context, li *lockInternals, out chan Leader) {
 	defer close(out)
 	c := li.c
 	var last *Leader
+	// The watches of the last read, removed once they are not waited for
+	// (on zklock's own session): an Observe that ends leaves no watch
+	// behind, on the server or in the session, however long the leader
+	// stays.
+	watches := new(zksession.Tentative)
+	defer func() { watches.Drop() }()
 	for {
 		stateCh := c.stateChanged()
-		l, watch, err := watchLeader(ctx, li)
+		t := new(zksession.Tentative)
+		l, watch, err := watchLeader(zksession.WithTentative(ctx, t), li)
+		watches.Drop() // the read before's, unless fired: a state change left it
+		watches = t
 		switch {
 		case ctx.Err() != nil || errors.Is(err, ErrClosed) || c.usable() != nil:
 			return

@@ -103,6 +103,10 @@ func ConnOf(c *Client) ZKConn { return c.zc }
 // HasChildWatch reports whether the server holds a child watch on the
 // full path p for the session of c, a Client of Connect: it asks the
 // server (checkWatches), on the session, after anything sent before.
+// ZooKeeper 3.8 answers true when any session watches p (seen here: a
+// session that never watched a node was told it had a data watch there,
+// because another had one), so only a false answer is about c's session
+// alone: use it where no other session may watch p, or see wchc.
 func HasChildWatch(ctx context.Context, c *Client, p string) (bool, error) {
 	err := c.own.cur().Do(ctx, zkwire.OpCheckWatches, p, zkwire.RemoveWatchesRequest{Path: p, Type: zkwire.WatcherChildren}, nil)
 	if errors.Is(err, zksession.ErrNoWatcher) {

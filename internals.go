@@ -630,7 +630,7 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 	case !slices.Contains(children, res.Watch):
 		return verdict{}, fmt.Errorf("driver asked to watch %q, which is not a child of %s: %w", res.Watch, li.basePath, ErrInvalidArgument)
 	}
-	v := verdict{}
+	v := verdict{c: li.c}
 	sc := li.shortcuts()
 	var ahead <-chan watchResult
 	if sc.GrantOnDelete {
@@ -641,23 +641,31 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 		}
 	}
 	ownErr := watchOwnAlongside(ctx, li.c, n, req.onRevoke)
-	ch, err := li.c.watchNode(ctx, path.Join(li.basePath, res.Watch))
-	if err := <-ownErr; err != nil {
-		return verdict{}, err
+	watched := path.Join(li.basePath, res.Watch)
+	ch, err := li.c.watchNode(ctx, watched)
+	if err == nil {
+		v.watch, v.watched = ch, watched
 	}
 	if ahead != nil {
 		if a := <-ahead; a.err == nil {
-			v.ahead = a.ch
+			v.ahead, v.mine = a.ch, a.t
 		} else if errors.Is(a.err, zk.ErrNoNode) {
 			v.ahead = firedWatch // gone already: list again while the watched node holds
 		}
 	}
+	if err := <-ownErr; err != nil {
+		v.letGo(true)
+		return verdict{}, err
+	}
 	if errors.Is(err, zk.ErrNoNode) {
 		// Gone already. If its deletion alone grants, it has granted (the
 		// waiter confirms as for any grant); else decide again at once.
+		v.letGo(false)
 		return verdict{granted: v.grantOnDelete}, nil
 	}
-	v.watch = ch
+	if err != nil {
+		v.letGo(true)
+	}
 	return v, err
 }
 
@@ -754,28 +762,42 @@ func (li *lockInternals) createGroup(ctx context.Context, g group) (nodes []*loc
 // which the verdict waits for: any change of the children may change
 // rule's answer. A listing that lacks one of nodes means it is gone
 // (errNodeGone), and so does a lock node gone.
-func (li *lockInternals) decideGroup(ctx context.Context, nodes []*lockNode, l *childListing, rule func([]string) (bool, error)) (verdict, error) {
+func (li *lockInternals) decideGroup(ctx context.Context, nodes []*lockNode, l *childListing, rule func([]string) (bool, error)) (v verdict, err error) {
+	v.c = li.c
 	if l == nil {
+		// Its watch is the verdict's own: a group that gives up may have
+		// no node among the children whose deletion would fire it (a
+		// kazoo Semaphore's acquirer waits before it makes its leases).
+		v.mine = new(zksession.Tentative)
+		lctx := zksession.WithTentative(ctx, v.mine)
 		got, err := retry(li.c, ctx, func() (childListing, error) {
-			l := li.listWatched(ctx)
+			l := li.listWatched(lctx)
 			return l, l.err
 		})
-		if errors.Is(err, zk.ErrNoNode) {
-			return verdict{}, errNodeGone
+		if err == nil {
+			l = &got
 		}
-		if err != nil {
-			return verdict{}, err
+		defer func() {
+			if err != nil {
+				v.letGo(true)
+				v = verdict{}
+			}
+		}()
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return v, errNodeGone
+		case err != nil:
+			return v, err
 		}
-		l = &got
 	}
 	if !listsAll(l.children, nodes) {
-		return verdict{}, errNodeGone
+		return v, errNodeGone
 	}
-	granted, err := rule(l.children)
-	if err != nil {
-		return verdict{}, err
+	if v.granted, err = rule(l.children); err != nil {
+		return v, err
 	}
-	return verdict{granted: granted, watch: l.watch}, nil
+	v.watch = l.watch
+	return v, nil
 }
 
 // childListing is one listing of a lock's children, with the child watch
@@ -817,17 +839,23 @@ func deleteNodes(ctx context.Context, c *Client, nodes []*lockNode) {
 // its event to that waiter, not to this one.
 func watchAlongside(ctx context.Context, c *Client, p string) <-chan watchResult {
 	return alongside(c, watchResult{err: ErrClosed}, func() watchResult {
-		ch, err := await(c, ctx, func() (<-chan zk.Event, error) {
-			_, _, ch, err := c.zc.GetW(ctx, p)
+		t := new(zksession.Tentative)
+		wctx := zksession.WithTentative(ctx, t)
+		ch, err := await(c, wctx, func() (<-chan zk.Event, error) {
+			_, _, ch, err := c.zc.GetW(wctx, p)
 			return ch, err
 		}, nil)
-		return watchResult{ch, closedErr(err)}
+		if err != nil {
+			t.Drop() // a watch its abandoned request may still set
+		}
+		return watchResult{ch, t, closedErr(err)}
 	})
 }
 
 // watchResult is the outcome of setting a node's watch.
 type watchResult struct {
 	ch  <-chan zk.Event
+	t   *zksession.Tentative // removes it (zklock's own session)
 	err error
 }
 
@@ -973,6 +1001,30 @@ type verdict struct {
 	// without deciding again.
 	grantOnDelete bool
 	ahead         <-chan zk.Event // fires when it is worth deciding again, ahead of watch; may be nil
+
+	// The watches the verdict's decide set, which the waiter gives back
+	// (letGo) when it no longer waits for them: on the node at watched,
+	// watch, shared through the Client's watch set; and mine, those of
+	// its own (ahead, or a group's listing).
+	c       *Client
+	watched string
+	mine    *zksession.Tentative
+}
+
+// letGo gives back v's watches, once the waiter no longer waits for them.
+// abandon says the wait ends without them (it failed, or ctx ended): a
+// watch then unfired and of no other wait is removed (see
+// Client.unwatchNode), so that a wait that gave up leaves no watch on the
+// server. Deciding again, or a grant, leaves them: a wait that goes on
+// most likely watches the same nodes again, and a removal would cost a
+// request where the watch's event costs none.
+func (v verdict) letGo(abandon bool) {
+	if v.watched != "" {
+		v.c.unwatchNode(v.watched, v.watch, abandon)
+	}
+	if abandon && v.mine != nil && v.c.zc.Native() {
+		v.mine.Drop()
+	}
 }
 
 // waiter is the engine's one waiting loop, shared by the lock queue and the
@@ -991,8 +1043,10 @@ type waiter struct {
 }
 
 // run decides until decide grants, fails, or (with try) once.
-func (w *waiter) run(ctx context.Context, decide func(context.Context) (verdict, error)) (snapshot, error) {
+func (w *waiter) run(ctx context.Context, decide func(context.Context) (verdict, error)) (_ snapshot, err error) {
 	c := w.c
+	var last verdict // whose watches the waiter holds
+	defer func() { last.letGo(err != nil) }()
 	for {
 		if err := c.usable(); err != nil {
 			return snapshot{}, err // a closing Client grants nothing more
@@ -1005,6 +1059,8 @@ func (w *waiter) run(ctx context.Context, decide func(context.Context) (verdict,
 			pre, w.pre = *w.pre, nil
 		}
 		v, err := decide(ctx)
+		last.letGo(false) // after decide took its own, most likely the same
+		last = v
 		if retryable(err) {
 			if err := w.recover(ctx); err != nil {
 				return snapshot{}, err

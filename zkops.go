@@ -843,17 +843,27 @@ type opsMemory struct {
 }
 
 func (m *opsMemory) init() {
-	m.watches.m, m.watches.sweepAt = make(map[string]<-chan zk.Event), 64
+	m.watches.m, m.watches.sweepAt = make(map[string]*sharedWatch), 64
 }
 
-// watchSet shares one ZooKeeper watch per node among all local waiters.
-// go-zookeeper cannot remove a watch, so a waiter that gives up leaves its
-// watch registered until the node changes; sharing bounds those leftovers
+// watchSet shares one ZooKeeper watch per node among all local waiters,
+// so that waits on one node cost one watch, and counts the waits that use
+// each. On zklock's own session, a watch whose last wait gave up before it
+// fired is removed (removeWatches, see watchSet.release); go-zookeeper
+// cannot remove a watch, so there a wait that gives up leaves its watch
+// registered until the node changes, and sharing bounds those leftovers
 // by the number of distinct watched nodes instead of the number of waits.
 type watchSet struct {
 	mu      sync.Mutex
-	m       map[string]<-chan zk.Event // guarded by mu; unfired watches by path
-	sweepAt int                        // guarded by mu; size that triggers a sweep
+	m       map[string]*sharedWatch // guarded by mu; unfired watches by path
+	sweepAt int                     // guarded by mu; size that triggers a sweep
+}
+
+// sharedWatch is one node's watch in a watchSet.
+type sharedWatch struct {
+	ch   <-chan zk.Event
+	t    *zksession.Tentative // removes it (zklock's own session)
+	uses int                  // waits that use it now; guarded by watchSet.mu
 }
 
 // fired reports whether a watch channel has delivered its event. go-zk sends
@@ -875,15 +885,17 @@ func firedWith(ch <-chan zk.Event) (zk.Event, bool) {
 }
 
 // watchNode returns a channel that fires at the next change to the node at
-// p (data change or deletion), or zk.ErrNoNode if it does not exist.
+// p (data change or deletion), or zk.ErrNoNode if it does not exist. The
+// caller uses the watch until it gives it back with unwatchNode, once.
 func (c *Client) watchNode(ctx context.Context, p string) (<-chan zk.Event, error) {
 	ws := &c.watches
 	ws.mu.Lock()
-	if ch, ok := ws.m[p]; ok {
-		ev, done := firedWith(ch)
+	if sw, ok := ws.m[p]; ok {
+		ev, done := firedWith(sw.ch)
 		if !done {
+			sw.uses++
 			ws.mu.Unlock()
-			return ch, nil
+			return sw.ch, nil
 		}
 		delete(ws.m, p)
 		if ev.Type == zk.EventNodeDeleted {
@@ -893,30 +905,65 @@ func (c *Client) watchNode(ctx context.Context, p string) (<-chan zk.Event, erro
 		}
 	}
 	ws.mu.Unlock()
+	t := new(zksession.Tentative)
+	wctx := zksession.WithTentative(ctx, t)
 	type got struct{ ch <-chan zk.Event }
-	keep := func(g got, err error) {
+	keep := func(g got, err error) { // a late watch, of no wait
 		if err == nil {
-			ws.put(p, g.ch)
+			ws.put(c, p, &sharedWatch{ch: g.ch, t: t})
 		}
 	}
-	g, err := await(c, ctx, func() (got, error) {
-		_, _, ch, err := c.zc.GetW(ctx, p)
+	g, err := await(c, wctx, func() (got, error) {
+		_, _, ch, err := c.zc.GetW(wctx, p)
 		return got{ch}, err
 	}, keep)
 	if err != nil {
+		t.Drop() // a watch its abandoned request may still set
 		return nil, closedErr(err)
 	}
-	keep(g, nil)
+	ws.put(c, p, &sharedWatch{ch: g.ch, t: t, uses: 1})
 	return g.ch, nil
 }
 
-func (ws *watchSet) put(p string, ch <-chan zk.Event) {
+// unwatchNode gives back a use of the watch of the node at p that
+// watchNode returned as ch. abandon says the wait gave up without it: if
+// it has not fired and no other wait uses it, it is removed, from the
+// server too, on zklock's own session (without waiting for the answer).
+// Otherwise it stays for a later wait to share, as a watch of
+// go-zookeeper, which cannot remove one, does.
+func (c *Client) unwatchNode(p string, ch <-chan zk.Event, abandon bool) {
+	ws := &c.watches
+	ws.mu.Lock()
+	sw, ok := ws.m[p]
+	if !ok || sw.ch != ch {
+		ws.mu.Unlock()
+		return // fired and swept, or replaced by a watch of another wait
+	}
+	sw.uses--
+	drop := abandon && sw.uses == 0 && c.zc.Native()
+	if drop {
+		delete(ws.m, p)
+	}
+	ws.mu.Unlock()
+	if drop {
+		sw.t.Drop()
+	}
+}
+
+// put records sw as p's watch, in place of any other (whose waits keep
+// their own channel), and sweeps out fired watches now and then. A
+// watch that no wait uses on zklock's own session is removed instead.
+func (ws *watchSet) put(c *Client, p string, sw *sharedWatch) {
+	if sw.uses == 0 && c.zc.Native() {
+		sw.t.Drop()
+		return
+	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	ws.m[p] = ch
+	ws.m[p] = sw
 	if len(ws.m) >= ws.sweepAt {
 		for k, v := range ws.m {
-			if fired(v) {
+			if fired(v.ch) {
 				delete(ws.m, k)
 			}
 		}

@@ -1,0 +1,142 @@
+package zklock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+)
+
+// A wait that gives up leaves no watch on the server (on zklock's own
+// session): the watches on the node it waited for and on the one before
+// it are removed, though neither node changed. The removals are queued
+// before Acquire returns its error: a request sent after them (here an
+// exists) is answered after them, and the server's own account of the
+// session's watches (wchc) then lists none.
+func TestIntegration_AbandonedWaitLeavesNoWatch(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	bg := context.Background()
+	holder, err := e.mutex(e.client(), "/m").Lock(bg)
+	require.NoError(t, err)
+	defer holder.Release()
+	m2 := e.mutex(e.client(), "/m")
+	second := acquireAsync(bg, m2)
+	waitChildren(t, e, e.root+"/m", 2)
+
+	c := e.client()
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	_, err = e.mutex(c, "/m").Acquire(ctx)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	_, _, err = zklock.ConnOf(c).Exists(bg, e.root) // answered after the removals
+	require.NoError(t, err)
+	assert.Zero(t, sessionWatches(t, e, zklock.ConnOf(c).SessionID()), "watches the gone wait left")
+
+	require.NoError(t, holder.Release())
+	s := await(t, second, 10*time.Second)
+	require.NoError(t, s.err)
+	require.NoError(t, m2.Release(s.ctx))
+}
+
+// A watch two waits of one Client share stays while one of them waits:
+// the readers waiting for a writer both watch its node; the one that
+// gives up leaves the watch to the other, which the writer's release
+// grants. And a hold of that Client still learns of its loss after a
+// wait for its node gave up.
+func TestIntegration_AbandonedWaitLeavesSharedWatch(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	bg := context.Background()
+	rw, err := zklock.NewReadWriteLock(e.client(), e.root+"/rw")
+	require.NoError(t, err)
+	writer, err := rw.WriteLock().Lock(bg)
+	require.NoError(t, err)
+
+	c := e.client()
+	readers, err := zklock.NewReadWriteLock(c, e.root+"/rw")
+	require.NoError(t, err)
+	reader := readers.ReadLock()
+	staying := acquireAsync(bg, reader)
+	waitChildren(t, e, e.root+"/rw", 2)
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	_, err = readers.ReadLock().Acquire(ctx)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, writer.Release())
+	r := await(t, staying, 10*time.Second)
+	require.NoError(t, r.err)
+	defer reader.Release(r.ctx)
+
+	h, err := e.mutex(c, "/held").Lock(bg)
+	require.NoError(t, err)
+	ctx, cancel = context.WithTimeout(bg, 300*time.Millisecond)
+	_, err = e.mutex(c, "/held").Acquire(ctx)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, e.admin.Delete(h.Path(), -1))
+	waitDone(t, h.Context(), 10*time.Second)
+	require.ErrorIs(t, context.Cause(h.Context()), zklock.ErrLockLost)
+}
+
+// An Observe that ends leaves no watch behind (on zklock's own session),
+// however long the leader stays: none on the server, and none that the
+// session keeps for a next connection. The leader's node is made by hand
+// (as a Curator LeaderLatch names it), so that no other session watches
+// the election's children (see HasChildWatch).
+func TestIntegration_ObserveEndedLeavesNoWatch(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	bg := context.Background()
+	e.create(e.root + "/elect")
+	node, err := e.admin.Create(e.root+"/elect/_c_5f8a1c2e-0b7d-4e7a-9c1b-2d3e4f5a6b7c-latch-", []byte("leader"),
+		zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.admin.Delete(node, -1)) }()
+
+	c := e.client()
+	watcher, err := zklock.NewElection(c, e.root+"/elect", "watcher")
+	require.NoError(t, err)
+	for range 3 {
+		ctx, cancel := context.WithCancel(bg)
+		obs := watcher.Observe(ctx)
+		l := await(t, obs, 10*time.Second)
+		require.NoError(t, l.Err)
+		require.Equal(t, "leader", l.ID)
+		cancel()
+		for range obs { // closed once the observer is done
+		}
+	}
+	watched, err := zklock.HasChildWatch(bg, c, e.root+"/elect") // sent after the removals
+	require.NoError(t, err)
+	assert.False(t, watched, "the ended Observes left their watch")
+}
+
+// A kazoo-layout Semaphore's acquirer waits at the head of the queue with
+// a watch on the pool's children, before it has a lease there whose
+// deletion would fire it: giving up removes that watch. The lease that
+// fills the pool is made by hand, so that no other session watches the
+// pool (see HasChildWatch).
+func TestIntegration_KazooSemaphoreAbandonedWaitLeavesNoWatch(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	bg := context.Background()
+	p := e.root + "/sem"
+	full := kazooLease(t, e, pool(t, e, p, "1"), "py")
+	defer func() { require.NoError(t, e.admin.Delete(full, -1)) }()
+
+	c := e.client()
+	s := e.kazooSemaphore(c, "/sem", 1)
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	_, err := s.Acquire(ctx)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	watched, err := zklock.HasChildWatch(bg, c, p) // sent after the removal
+	require.NoError(t, err)
+	assert.False(t, watched, "the gone acquire left its watch on the pool")
+}
