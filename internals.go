@@ -654,19 +654,20 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 		}
 	}
 	if err := <-ownErr; err != nil {
-		v.letGo(true)
+		v.letGo(abandoned)
 		return verdict{}, err
 	}
 	if errors.Is(err, zk.ErrNoNode) {
 		// Gone already. If its deletion alone grants, it has granted (the
 		// waiter confirms as for any grant); else decide again at once.
-		v.letGo(false)
-		return verdict{granted: v.grantOnDelete}, nil
+		// The watch ahead, if any, goes with the verdict.
+		return verdict{granted: v.grantOnDelete, c: v.c, mine: v.mine}, nil
 	}
 	if err != nil {
-		v.letGo(true)
+		v.letGo(abandoned)
+		return verdict{}, err
 	}
-	return v, err
+	return v, nil
 }
 
 // group asks the engine for nodes that one acquire queues together and
@@ -702,7 +703,7 @@ func (li *lockInternals) acquireGroup(ctx context.Context, g group) ([]*lockNode
 	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) {
 		l := listed
 		listed = nil
-		return li.decideGroup(ctx, nodes, l, g.rule)
+		return li.decideGroup(ctx, nodes, l, g.try, g.rule)
 	})
 	if err != nil {
 		deleteNodes(ctx, li.c, nodes)
@@ -760,18 +761,27 @@ func (li *lockInternals) createGroup(ctx context.Context, g group) (nodes []*loc
 // decideGroup decides on nodes by rule, from l if it is given, else from
 // one new listing of the lock's children. The listing sets a child watch,
 // which the verdict waits for: any change of the children may change
-// rule's answer. A listing that lacks one of nodes means it is gone
-// (errNodeGone), and so does a lock node gone.
-func (li *lockInternals) decideGroup(ctx context.Context, nodes []*lockNode, l *childListing, rule func([]string) (bool, error)) (v verdict, err error) {
+// rule's answer; with try, which decides once, it sets none. A listing
+// that lacks one of nodes means it is gone (errNodeGone), and so does a
+// lock node gone.
+func (li *lockInternals) decideGroup(ctx context.Context, nodes []*lockNode, l *childListing, try bool, rule func([]string) (bool, error)) (v verdict, err error) {
 	v.c = li.c
 	if l == nil {
-		// Its watch is the verdict's own: a group that gives up may have
-		// no node among the children whose deletion would fire it (a
-		// kazoo Semaphore's acquirer waits before it makes its leases).
-		v.mine = new(zksession.Tentative)
-		lctx := zksession.WithTentative(ctx, v.mine)
+		list := li.listWatched
+		switch {
+		case try: // decides once: no watch to wait on
+			list = li.listOnce
+		case len(nodes) == 0:
+			// No node of the group among the children, whose deletion
+			// would fire the watch if the wait gave up (a kazoo
+			// Semaphore's acquirer waits before it makes its leases): the
+			// watch is the verdict's own, removed then.
+			var lctx context.Context
+			lctx, v.mine = li.c.tentative(ctx)
+			list = func(context.Context) childListing { return li.listWatched(lctx) }
+		}
 		got, err := retry(li.c, ctx, func() (childListing, error) {
-			l := li.listWatched(lctx)
+			l := list(ctx)
 			return l, l.err
 		})
 		if err == nil {
@@ -779,7 +789,7 @@ func (li *lockInternals) decideGroup(ctx context.Context, nodes []*lockNode, l *
 		}
 		defer func() {
 			if err != nil {
-				v.letGo(true)
+				v.letGo(abandoned)
 				v = verdict{}
 			}
 		}()
@@ -814,6 +824,12 @@ func (li *lockInternals) listWatched(ctx context.Context) childListing {
 	return childListing{children, ch, err}
 }
 
+// listOnce lists the lock's children once, without a watch.
+func (li *lockInternals) listOnce(ctx context.Context) childListing {
+	children, _, err := li.c.zc.Children(ctx, li.basePath)
+	return childListing{children: children, err: err}
+}
+
 // listsAll reports whether children lists every one of nodes.
 func listsAll(children []string, nodes []*lockNode) bool {
 	for _, n := range nodes {
@@ -839,14 +855,13 @@ func deleteNodes(ctx context.Context, c *Client, nodes []*lockNode) {
 // its event to that waiter, not to this one.
 func watchAlongside(ctx context.Context, c *Client, p string) <-chan watchResult {
 	return alongside(c, watchResult{err: ErrClosed}, func() watchResult {
-		t := new(zksession.Tentative)
-		wctx := zksession.WithTentative(ctx, t)
+		wctx, t := c.tentative(ctx)
 		ch, err := await(c, wctx, func() (<-chan zk.Event, error) {
 			_, _, ch, err := c.zc.GetW(wctx, p)
 			return ch, err
 		}, nil)
 		if err != nil {
-			t.Drop() // a watch its abandoned request may still set
+			dropWatches(t) // a watch its abandoned request may still set
 		}
 		return watchResult{ch, t, closedErr(err)}
 	})
@@ -1011,21 +1026,38 @@ type verdict struct {
 	mine    *zksession.Tentative
 }
 
-// letGo gives back v's watches, once the waiter no longer waits for them.
-// abandon says the wait ends without them (it failed, or ctx ended): a
-// watch then unfired and of no other wait is removed (see
-// Client.unwatchNode), so that a wait that gave up leaves no watch on the
-// server. Deciding again, or a grant, leaves them: a wait that goes on
-// most likely watches the same nodes again, and a removal would cost a
-// request where the watch's event costs none.
-func (v verdict) letGo(abandon bool) {
+// letGo gives back v's watches, once the waiter no longer waits for
+// them, for the reason why:
+//   - granted: the watches stay until they fire (a removal would cost a
+//     request where their events cost none; the node waited for is gone
+//     anyway);
+//   - decidedAgain: the shared watch stays for the next verdict, which
+//     most likely waits on the same node (and takes it back before this
+//     one lets it go), and v's own are removed: a next verdict that
+//     watches the same node has a watch of its own there, so the server's
+//     stays, and one that does not no longer needs it;
+//   - abandoned: the wait ends without them (it failed, or ctx ended), and
+//     each one, unfired and of no other wait, is removed (see
+//     Client.unwatchNode), so that a wait that gave up leaves no watch on
+//     the server.
+func (v verdict) letGo(why letGoReason) {
 	if v.watched != "" {
-		v.c.unwatchNode(v.watched, v.watch, abandon)
+		v.c.unwatchNode(v.watched, v.watch, why == abandoned)
 	}
-	if abandon && v.mine != nil && v.c.zc.Native() {
-		v.mine.Drop()
+	if why != granted {
+		dropWatches(v.mine)
 	}
 }
+
+// letGoReason is why a waiter gives back a verdict's watches (see
+// verdict.letGo).
+type letGoReason uint8
+
+const (
+	granted letGoReason = iota
+	decidedAgain
+	abandoned
+)
 
 // waiter is the engine's one waiting loop, shared by the lock queue and the
 // semaphore's leases. Its decide step reads ZooKeeper once and either
@@ -1045,8 +1077,17 @@ type waiter struct {
 // run decides until decide grants, fails, or (with try) once.
 func (w *waiter) run(ctx context.Context, decide func(context.Context) (verdict, error)) (_ snapshot, err error) {
 	c := w.c
-	var last verdict // whose watches the waiter holds
-	defer func() { last.letGo(err != nil) }()
+	// last is the newest verdict that did not fail, whose watches the
+	// waiter holds until the next one, or the end. (A decision that fails
+	// gives its own back.)
+	var last verdict
+	defer func() {
+		if err != nil {
+			last.letGo(abandoned)
+		} else {
+			last.letGo(granted)
+		}
+	}()
 	for {
 		if err := c.usable(); err != nil {
 			return snapshot{}, err // a closing Client grants nothing more
@@ -1059,8 +1100,10 @@ func (w *waiter) run(ctx context.Context, decide func(context.Context) (verdict,
 			pre, w.pre = *w.pre, nil
 		}
 		v, err := decide(ctx)
-		last.letGo(false) // after decide took its own, most likely the same
-		last = v
+		if err == nil {
+			last.letGo(decidedAgain) // after v took its own, most likely the same
+			last = v
+		}
 		if retryable(err) {
 			if err := w.recover(ctx); err != nil {
 				return snapshot{}, err

@@ -55,7 +55,7 @@ func (s *Semaphore) acquireKazoo(ctx context.Context, n int, try bool, to grantT
 	// As acquireOnce does: given up before returning, its delete queued.
 	defer c.deleteQueued(lock)
 	w := waiter{c: c, lock: c.fullPath(s.path), session: lock.session, try: try}
-	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) { return s.decideKazoo(ctx, n) })
+	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) { return s.decideKazoo(ctx, n, try) })
 	if err != nil {
 		return nil, err
 	}
@@ -69,13 +69,13 @@ func (s *Semaphore) acquireKazoo(ctx context.Context, n int, try bool, to grantT
 	return s.grant(nodes, snap, to)
 }
 
-// decideKazoo lists the pool once, with a watch (see
-// lockInternals.decideGroup): there is room for n leases while the pool
+// decideKazoo lists the pool once, with a watch unless it decides for a
+// Try (see lockInternals.decideGroup): there is room for n leases while the pool
 // has at most maxLeases-n children, whatever they are. A pool of
 // Curator's layout (its "leases" and "locks" nodes) is refused; a pool
 // gone is made again on the next attempt.
-func (s *Semaphore) decideKazoo(ctx context.Context, n int) (verdict, error) {
-	v, err := s.pool.decideGroup(ctx, nil, nil, func(children []string) (bool, error) {
+func (s *Semaphore) decideKazoo(ctx context.Context, n int, try bool) (verdict, error) {
+	v, err := s.pool.decideGroup(ctx, nil, nil, try, func(children []string) (bool, error) {
 		if i := slices.IndexFunc(children, func(ch string) bool { return ch == "leases" || ch == "locks" }); i >= 0 {
 			return false, layoutMismatch(s.leases, LayoutKazoo, LayoutCurator, children[i])
 		}

@@ -2,6 +2,7 @@ package zklock_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,4 +140,70 @@ func TestIntegration_KazooSemaphoreAbandonedWaitLeavesNoWatch(t *testing.T) {
 	watched, err := zklock.HasChildWatch(bg, c, p) // sent after the removal
 	require.NoError(t, err)
 	assert.False(t, watched, "the gone acquire left its watch on the pool")
+}
+
+// Many waits of one Client that set their shared watch on one node at
+// once, then all give up, leave no watch: a watch set by a wait that
+// raced another's is not left out of the count.
+func TestIntegration_AbandonedWaitsAtOnceLeaveNoWatch(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	bg := context.Background()
+	rw, err := zklock.NewReadWriteLock(e.client(), e.root+"/rw")
+	require.NoError(t, err)
+	writer, err := rw.WriteLock().Lock(bg)
+	require.NoError(t, err)
+	defer writer.Release()
+
+	c := e.client()
+	readers, err := zklock.NewReadWriteLock(c, e.root+"/rw")
+	require.NoError(t, err)
+	for round := range 3 {
+		ctx, cancel := context.WithTimeout(bg, 500*time.Millisecond)
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := readers.ReadLock().Acquire(ctx)
+				assert.ErrorIs(t, err, context.DeadlineExceeded)
+			}()
+		}
+		wg.Wait()
+		cancel()
+		_, _, err = zklock.ConnOf(c).Exists(bg, e.root) // answered after the removals
+		require.NoError(t, err)
+		require.Zero(t, sessionWatches(t, e, zklock.ConnOf(c).SessionID()), "round %d: watches the gone waits left", round)
+	}
+}
+
+// A wait whose next decision fails gives up the watches of the decision
+// before: here the node before the one it waits for goes, so it decides
+// again, and that listing fails (a permission taken away, say).
+func TestIntegration_WaitFailingOnItsNextDecisionLeavesNoWatch(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	bg := context.Background()
+	holder, err := e.mutex(e.client(), "/m").Lock(bg)
+	require.NoError(t, err)
+	m2 := e.mutex(e.client(), "/m")
+	second := acquireAsync(bg, m2)
+	waitChildren(t, e, e.root+"/m", 2)
+
+	c, f := e.faultClient()
+	got := acquireAsync(bg, e.mutex(c, "/m"))
+	waitChildren(t, e, e.root+"/m", 3)
+	f.mu.Lock()
+	f.listFails, f.listFailErr = 1, zk.ErrNoAuth
+	f.mu.Unlock()
+	require.NoError(t, holder.Release()) // the node ahead goes: the third decides again
+	a := await(t, got, 10*time.Second)
+	require.ErrorIs(t, a.err, zk.ErrNoAuth)
+	_, _, err = zklock.ConnOf(c).Exists(bg, e.root) // answered after the removals
+	require.NoError(t, err)
+	assert.Zero(t, sessionWatches(t, e, zklock.ConnOf(c).SessionID()), "watches the failed wait left")
+
+	s := await(t, second, 10*time.Second)
+	require.NoError(t, s.err)
+	require.NoError(t, m2.Release(s.ctx))
 }

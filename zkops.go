@@ -849,10 +849,11 @@ func (m *opsMemory) init() {
 // watchSet shares one ZooKeeper watch per node among all local waiters,
 // so that waits on one node cost one watch, and counts the waits that use
 // each. On zklock's own session, a watch whose last wait gave up before it
-// fired is removed (removeWatches, see watchSet.release); go-zookeeper
+// fired is removed (removeWatches); go-zookeeper
 // cannot remove a watch, so there a wait that gives up leaves its watch
 // registered until the node changes, and sharing bounds those leftovers
 // by the number of distinct watched nodes instead of the number of waits.
+// (See Client.unwatchNode.)
 type watchSet struct {
 	mu      sync.Mutex
 	m       map[string]*sharedWatch // guarded by mu; unfired watches by path
@@ -905,8 +906,7 @@ func (c *Client) watchNode(ctx context.Context, p string) (<-chan zk.Event, erro
 		}
 	}
 	ws.mu.Unlock()
-	t := new(zksession.Tentative)
-	wctx := zksession.WithTentative(ctx, t)
+	wctx, t := c.tentative(ctx)
 	type got struct{ ch <-chan zk.Event }
 	keep := func(g got, err error) { // a late watch, of no wait
 		if err == nil {
@@ -918,11 +918,30 @@ func (c *Client) watchNode(ctx context.Context, p string) (<-chan zk.Event, erro
 		return got{ch}, err
 	}, keep)
 	if err != nil {
-		t.Drop() // a watch its abandoned request may still set
+		dropWatches(t) // a watch its abandoned request may still set
 		return nil, closedErr(err)
 	}
-	ws.put(c, p, &sharedWatch{ch: g.ch, t: t, uses: 1})
-	return g.ch, nil
+	return ws.put(c, p, &sharedWatch{ch: g.ch, t: t, uses: 1}).ch, nil
+}
+
+// tentative returns a copy of ctx under which the watches a call sets are
+// recorded in t, to be removed later (see zksession.Tentative), on
+// zklock's own session; on go-zookeeper, which cannot remove a watch, ctx
+// itself and nil.
+func (c *Client) tentative(ctx context.Context) (context.Context, *zksession.Tentative) {
+	if !c.zc.Native() {
+		return ctx, nil
+	}
+	t := new(zksession.Tentative)
+	return zksession.WithTentative(ctx, t), t
+}
+
+// dropWatches removes the watches t recorded (nil: none), without waiting
+// for the server's answer.
+func dropWatches(t *zksession.Tentative) {
+	if t != nil {
+		t.Drop()
+	}
 }
 
 // unwatchNode gives back a use of the watch of the node at p that
@@ -940,7 +959,7 @@ func (c *Client) unwatchNode(p string, ch <-chan zk.Event, abandon bool) {
 		return // fired and swept, or replaced by a watch of another wait
 	}
 	sw.uses--
-	drop := abandon && sw.uses == 0 && c.zc.Native()
+	drop := abandon && sw.uses == 0 && sw.t != nil
 	if drop {
 		delete(ws.m, p)
 	}
@@ -950,16 +969,26 @@ func (c *Client) unwatchNode(p string, ch <-chan zk.Event, abandon bool) {
 	}
 }
 
-// put records sw as p's watch, in place of any other (whose waits keep
-// their own channel), and sweeps out fired watches now and then. A
-// watch that no wait uses on zklock's own session is removed instead.
-func (ws *watchSet) put(c *Client, p string, sw *sharedWatch) {
-	if sw.uses == 0 && c.zc.Native() {
+// put records sw as p's watch and returns the one its caller uses: sw,
+// or p's watch that a concurrent call recorded first, still unfired,
+// which sw's uses then join (sw, a second watch on the node, is removed
+// on zklock's own session: the session keeps the server's watch for the
+// first). A watch that no wait uses is removed at once on zklock's own
+// session (nil is returned). Fired watches are swept out now and then.
+func (ws *watchSet) put(c *Client, p string, sw *sharedWatch) *sharedWatch {
+	if sw.uses == 0 && sw.t != nil {
 		sw.t.Drop()
-		return
+		return nil
 	}
 	ws.mu.Lock()
-	defer ws.mu.Unlock()
+	if old, ok := ws.m[p]; ok && old != sw {
+		if _, done := firedWith(old.ch); !done {
+			old.uses += sw.uses
+			ws.mu.Unlock()
+			dropWatches(sw.t)
+			return old
+		}
+	}
 	ws.m[p] = sw
 	if len(ws.m) >= ws.sweepAt {
 		for k, v := range ws.m {
@@ -969,4 +998,6 @@ func (ws *watchSet) put(c *Client, p string, sw *sharedWatch) {
 		}
 		ws.sweepAt = 2*len(ws.m) + 64
 	}
+	ws.mu.Unlock()
+	return sw
 }

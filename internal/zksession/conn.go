@@ -311,7 +311,15 @@ func (s *Session) reply(h zkwire.ReplyHeader, d *zkwire.Decoder) error {
 		s.watches.addPersistent(r.path, r.mode)
 	}
 	if !r.state.CompareAndSwap(reqWaiting, reqClaimed) {
-		s.watches.settle(r, h.Err, false)
+		// Its caller gave up: a watch the server set for it is
+		// registered nowhere, and is removed unless the session needs
+		// the server's watch for another. The count and the removal's
+		// queueing under s.mu, as unwatch's (see there).
+		s.mu.Lock()
+		if _, orphan := s.watches.settleOrphan(r, h.Err, false); orphan != 0 {
+			s.queueRemoval(r.path, orphan)
+		}
+		s.mu.Unlock()
 		return nil
 	}
 	if err := zkwire.DecodeReplyBody(d, h, r.resp); err != nil {

@@ -194,11 +194,22 @@ func (s *Session) unwatch(w *Watch) *request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	found, last, t := s.watches.remove(w)
-	if !found || !last || s.end != nil {
+	if !found || !last {
 		return nil
 	}
-	r, err := newRequest(zkwire.OpRemoveWatches, w.path, 0, zkwire.RemoveWatchesRequest{Path: w.path, Type: t}, nil, s.cfg.MaxFrame)
-	if err != nil { // w's own request, with the same path, was not over the limit
+	return s.queueRemoval(w.path, t)
+}
+
+// queueRemoval queues the request that removes the server's watch of
+// type t on path, and returns it; nil once the session has ended. s.mu
+// must be held, from the moment the session's watches showed that none
+// needs it: a request that sets the watch again is queued after it.
+func (s *Session) queueRemoval(path string, t zkwire.WatcherType) *request {
+	if s.end != nil {
+		return nil
+	}
+	r, err := newRequest(zkwire.OpRemoveWatches, path, 0, zkwire.RemoveWatchesRequest{Path: path, Type: t}, nil, s.cfg.MaxFrame)
+	if err != nil { // the request that set the watch, with the same path, was not over the limit
 		return nil
 	}
 	s.queue = append(s.queue, r)

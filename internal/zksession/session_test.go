@@ -450,3 +450,61 @@ func TestIntegration_ChangeDuringCutFiresWatch(t *testing.T) {
 		}
 	}
 }
+
+// A watching request whose caller gave up after it was sent leaves no
+// watch on the server, of either type: its reply, read and dropped, says
+// the server set one that no Watch holds, and the session removes it,
+// unless another Watch of the session needs the server's watch on that
+// path.
+func TestIntegration_AbandonedWatchRequestLeavesNoWatch(t *testing.T) {
+	link := zktest.NewLink(t, zktest.Shared(t))
+	s := open(t, link, 4*time.Second, nil)
+	root := zktest.Shared(t).Root(t)
+	a, b := root+"/a", root+"/b"
+	mustCreate(t, s, a, nil)
+	mustCreate(t, s, b, nil)
+	has := func(p string, wt zkwire.WatcherType) bool {
+		t.Helper()
+		err := s.Do(ctx(t), zkwire.OpCheckWatches, p, zkwire.RemoveWatchesRequest{Path: p, Type: wt}, nil)
+		if err != nil && !errors.Is(err, zksession.ErrNoWatcher) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	// abandoned sends call and gives up on it while the link's delay
+	// keeps it in flight.
+	abandoned := func(call func(context.Context) error) {
+		t.Helper()
+		c, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		if err := call(c); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("an abandoned call returned %v", err)
+		}
+	}
+	_, _, kept, err := s.GetDataW(ctx(t), b) // b's server watch is needed still
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.SetDelay(100 * time.Millisecond)
+	abandoned(func(c context.Context) error { _, _, _, err := s.GetChildren2W(c, a); return err })
+	abandoned(func(c context.Context) error { _, _, _, err := s.GetDataW(c, a); return err })
+	abandoned(func(c context.Context) error { _, _, _, err := s.GetDataW(c, b); return err })
+	link.SetDelay(0)
+	// Answered after the abandoned requests, whose replies the session
+	// has read by then: the removals go before the checks.
+	if _, err := s.Exists(ctx(t), root); err != nil {
+		t.Fatal(err)
+	}
+	if has(a, zkwire.WatcherChildren) || has(a, zkwire.WatcherData) {
+		t.Fatal("an abandoned request's watch stayed on the server")
+	}
+	if !has(b, zkwire.WatcherData) {
+		t.Fatal("an abandoned request's reply took away a watch another Watch needs")
+	}
+	if _, err := s.SetData(ctx(t), b, []byte("x"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if ev := event(t, kept); ev.Type != zkwire.EventNodeDataChanged {
+		t.Fatalf("the remaining watch heard %+v", ev)
+	}
+}

@@ -207,8 +207,17 @@ func (s *watchSet) sent(r *request) {
 // settle ends the count of r and, if its reply had code (and r was not
 // abandoned, register true), registers r's Watch as the code says.
 func (s *watchSet) settle(r *request, code zkwire.Code, register bool) bool {
+	registered, _ := s.settleOrphan(r, code, register)
+	return registered
+}
+
+// settleOrphan is settle, also returning, when the reply says the server
+// set a watch that is not registered (r was abandoned) and that no Watch
+// of the session and no request in flight needs, that watch's server
+// type: the server's watch is nobody's. 0 otherwise.
+func (s *watchSet) settleOrphan(r *request, code zkwire.Code, register bool) (bool, zkwire.WatcherType) {
 	if r.wtype == 0 {
-		return false
+		return false, 0
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -218,14 +227,30 @@ func (s *watchSet) settle(r *request, code zkwire.Code, register bool) bool {
 	} else {
 		p.inflightData--
 	}
+	defer s.tidy(r.path, p)
 	k := registeredKind(r.op, code)
-	if register && k != kindNone {
+	switch {
+	case k == kindNone:
+		return false, 0
+	case register:
 		r.watch.kind = k
 		l := p.list(k)
 		*l = append(*l, r.watch)
+		return true, 0
+	case p.needs(serverType(k)):
+		return false, 0
 	}
-	s.tidy(r.path, p)
-	return register && k != kindNone
+	return false, serverType(k)
+}
+
+// needs reports whether a Watch of p, or a request in flight that may
+// set one, needs the server's watch of type t (WatcherData or
+// WatcherChildren).
+func (p *pathWatches) needs(t zkwire.WatcherType) bool {
+	if t == zkwire.WatcherChildren {
+		return len(p.child) > 0 || p.inflight > 0
+	}
+	return len(p.data)+len(p.exist) > 0 || p.inflightData > 0
 }
 
 // registeredKind is the table a watch goes in after a reply of op with
@@ -298,10 +323,8 @@ func (s *watchSet) remove(w *Watch) (found, last bool, t zkwire.WatcherType) {
 	t = serverType(w.kind)
 	if t == zkwire.WatcherChildren {
 		ev.Type = zkwire.EventChildWatchRemoved
-		last = len(p.child) == 0 && p.inflight == 0
-	} else {
-		last = len(p.data)+len(p.exist) == 0 && p.inflightData == 0
 	}
+	last = !p.needs(t)
 	w.deliver(ev)
 	s.tidy(w.path, p)
 	return true, last, t
