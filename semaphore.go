@@ -127,7 +127,8 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 
 // TryAcquire is Acquire without waiting: if another acquirer is queued
 // or no lease is free, it returns an error wrapping ErrLocked at once and
-// leaves no node behind. Without a connection it fails with an error
+// leaves no node behind (in Curator's layout, a pool with no free lease
+// is refused before anything is written). Without a connection it fails with an error
 // wrapping ErrNotConnected, as [Mutex.TryLock] does.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 	return oneLease(s.acquire(ctx, 1, true, nil))
@@ -262,6 +263,18 @@ func (s *Semaphore) acquireOnce(ctx context.Context, n int, try bool, to grantTo
 		return nil, err
 	}
 	c := s.c
+	if try {
+		// A Try refuses a pool without room for n more leases before it
+		// writes anything, whether or not another acquirer holds the
+		// internal lock now (which the lock's own peek sees).
+		leases, err := s.pool.children(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ok, _ := s.leaseRule(append(leases, make([]string, n)...)); !ok {
+			return nil, ErrLocked
+		}
+	}
 	lock, _, err := s.lock.acquire(ctx, acquireReq{data: c.opts.nodeData, try: try})
 	if err != nil {
 		return nil, err

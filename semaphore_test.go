@@ -427,12 +427,15 @@ func TestIntegration_SemaphoreRequests(t *testing.T) {
 
 	others, err := e.semaphore(e.client(), "/count", 4).AcquireN(bg, 4)
 	require.NoError(t, err)
+	// Their internal lock is given up: the lock's own peek would see the
+	// pool free; the Try must still refuse without writing.
+	require.Eventually(t, func() bool { return len(e.children(e.root+"/count/locks")) == 0 }, 10*time.Second, time.Millisecond)
 	_, before := cc.total()
 	_, err = s.TryAcquire(bg)
 	require.ErrorIs(t, err, zklock.ErrLocked)
 	d := delta(cc, before)
 	assert.Equal(t, map[string]int{"getChildren": 2, "getData": 1}, d,
-		"a full TryAcquire: peeks of the internal lock and of the leases, and the holder's read; no write")
+		"a full TryAcquire: a peek of the leases, then the holder's listing and read; no write")
 
 	leasesPath := e.root + "/count/leases"
 	_, before = cc.total()
