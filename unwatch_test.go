@@ -23,26 +23,15 @@ func TestIntegration_AbandonedWaitLeavesNoWatch(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	bg := context.Background()
-	holder, err := e.mutex(e.client(), "/m").Lock(bg)
-	require.NoError(t, err)
-	defer holder.Release()
-	m2 := e.mutex(e.client(), "/m")
-	second := acquireAsync(bg, m2)
-	waitChildren(t, e, e.root+"/m", 2)
+	_, finish := twoInLine(t, e, "/m")
+	defer finish()
 
 	c := e.client()
 	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
-	_, err = e.mutex(c, "/m").Acquire(ctx)
+	_, err := e.mutex(c, "/m").Acquire(ctx)
 	cancel()
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	_, _, err = zklock.ConnOf(c).Exists(bg, e.root) // answered after the removals
-	require.NoError(t, err)
-	assert.Zero(t, sessionWatches(t, e, zklock.ConnOf(c).SessionID()), "watches the gone wait left")
-
-	require.NoError(t, holder.Release())
-	s := await(t, second, 10*time.Second)
-	require.NoError(t, s.err)
-	require.NoError(t, m2.Release(s.ctx))
+	assert.Zero(t, watchesLeft(t, e, c), "watches the gone wait left")
 }
 
 // A watch two waits of one Client share stays while one of them waits:
@@ -171,9 +160,7 @@ func TestIntegration_AbandonedWaitsAtOnceLeaveNoWatch(t *testing.T) {
 		}
 		wg.Wait()
 		cancel()
-		_, _, err = zklock.ConnOf(c).Exists(bg, e.root) // answered after the removals
-		require.NoError(t, err)
-		require.Zero(t, sessionWatches(t, e, zklock.ConnOf(c).SessionID()), "round %d: watches the gone waits left", round)
+		require.Zero(t, watchesLeft(t, e, c), "round %d: watches the gone waits left", round)
 	}
 }
 
@@ -184,11 +171,8 @@ func TestIntegration_WaitFailingOnItsNextDecisionLeavesNoWatch(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	bg := context.Background()
-	holder, err := e.mutex(e.client(), "/m").Lock(bg)
-	require.NoError(t, err)
-	m2 := e.mutex(e.client(), "/m")
-	second := acquireAsync(bg, m2)
-	waitChildren(t, e, e.root+"/m", 2)
+	holder, finish := twoInLine(t, e, "/m")
+	defer finish()
 
 	c, f := e.faultClient()
 	got := acquireAsync(bg, e.mutex(c, "/m"))
@@ -199,11 +183,34 @@ func TestIntegration_WaitFailingOnItsNextDecisionLeavesNoWatch(t *testing.T) {
 	require.NoError(t, holder.Release()) // the node ahead goes: the third decides again
 	a := await(t, got, 10*time.Second)
 	require.ErrorIs(t, a.err, zk.ErrNoAuth)
-	_, _, err = zklock.ConnOf(c).Exists(bg, e.root) // answered after the removals
-	require.NoError(t, err)
-	assert.Zero(t, sessionWatches(t, e, zklock.ConnOf(c).SessionID()), "watches the failed wait left")
+	assert.Zero(t, watchesLeft(t, e, c), "watches the failed wait left")
+}
 
-	s := await(t, second, 10*time.Second)
-	require.NoError(t, s.err)
-	require.NoError(t, m2.Release(s.ctx))
+// twoInLine has two other Clients line up on the Mutex at name: one
+// holds it (returned), the other waits. finish releases the holder (if it
+// still holds) and has the waiter take the lock and release it.
+func twoInLine(t *testing.T, e *env, name string) (*zklock.Hold, func()) {
+	t.Helper()
+	bg := context.Background()
+	holder, err := e.mutex(e.client(), name).Lock(bg)
+	require.NoError(t, err)
+	m := e.mutex(e.client(), name)
+	second := acquireAsync(bg, m)
+	waitChildren(t, e, e.root+name, 2)
+	return holder, func() {
+		_ = holder.Release() // released already, it says so
+		a := await(t, second, 10*time.Second)
+		require.NoError(t, a.err)
+		require.NoError(t, m.Release(a.ctx))
+	}
+}
+
+// watchesLeft returns how many data watches the server holds for c's
+// session (wchc), once a request sent after anything c queued before
+// (an exists) is answered.
+func watchesLeft(t *testing.T, e *env, c *zklock.Client) int {
+	t.Helper()
+	_, _, err := zklock.ConnOf(c).Exists(context.Background(), e.root)
+	require.NoError(t, err)
+	return sessionWatches(t, e, zklock.ConnOf(c).SessionID())
 }
