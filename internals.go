@@ -767,7 +767,7 @@ func (li *lockInternals) createGroup(ctx context.Context, g group) (nodes []*loc
 func (li *lockInternals) decideGroup(ctx context.Context, nodes []*lockNode, l *childListing, try bool, rule func([]string) (bool, error)) (v verdict, err error) {
 	v.c = li.c
 	if l == nil {
-		list := li.listWatched
+		list, lctx := li.listWatched, ctx
 		switch {
 		case try: // decides once: no watch to wait on
 			list = li.listOnce
@@ -776,12 +776,10 @@ func (li *lockInternals) decideGroup(ctx context.Context, nodes []*lockNode, l *
 			// would fire the watch if the wait gave up (a kazoo
 			// Semaphore's acquirer waits before it makes its leases): the
 			// watch is the verdict's own, removed then.
-			var lctx context.Context
 			lctx, v.mine = li.c.tentative(ctx)
-			list = func(context.Context) childListing { return li.listWatched(lctx) }
 		}
 		got, err := retry(li.c, ctx, func() (childListing, error) {
-			l := list(ctx)
+			l := list(lctx)
 			return l, l.err
 		})
 		if err == nil {
