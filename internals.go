@@ -589,9 +589,10 @@ func (li *lockInternals) wait(ctx context.Context, n *lockNode, req acquireReq, 
 
 // decide asks the driver about n, from children if given, else from one
 // new listing, of which only its layout's contenders count (a kazoo Lock
-// counts no readers), for the holder it names and n's position too. When n must wait, it watches the one node the driver names
-// (and, the first time, n itself, in the same round trip); if that node is
-// already gone, the verdict asks to decide again at once.
+// counts no readers), for the holder it names and n's position too. When
+// n must wait, it watches the one node the driver names (and, the first
+// time, n itself, in the same round trip); if that node is already gone,
+// the verdict asks to decide again at once.
 //
 // Two shortcuts take the listing off a handoff's critical path, where the
 // driver allows them (see Shortcuts for the facts they rest on). Once the
@@ -630,6 +631,15 @@ func (li *lockInternals) decide(ctx context.Context, n *lockNode, children []str
 	case !slices.Contains(children, res.Watch):
 		return verdict{}, fmt.Errorf("driver asked to watch %q, which is not a child of %s: %w", res.Watch, li.basePath, ErrInvalidArgument)
 	}
+	return li.watchAhead(ctx, n, children, res, req)
+}
+
+// watchAhead sets the watches of decide's verdict that n must wait, from
+// children, sorted up to n, and res, the driver's answer on them: on the
+// node res names, on n itself the first time, and ahead of the watched
+// node where the driver allows (see decide). A watched node found gone
+// asks to decide again at once, or grants, if its deletion alone grants.
+func (li *lockInternals) watchAhead(ctx context.Context, n *lockNode, children []string, res PredicateResult, req acquireReq) (verdict, error) {
 	v := verdict{c: li.c}
 	sc := li.shortcuts()
 	var ahead <-chan watchResult

@@ -204,7 +204,7 @@ func ConnectTimeoutT(t testing.TB, servers []string, sessionTimeout time.Duratio
 					return
 				}
 			case <-timeout.C:
-				t.Errorf("zktest: connection to %v still running %v after Close", servers, connectWait)
+				t.Errorf("zktest: connection to %v still running %v after Close; go-zookeeper's goroutines:\n%s", servers, connectWait, goZKStacks())
 				return
 			}
 		}
@@ -279,6 +279,18 @@ func passedSetWatches(g []byte) bool {
 		}
 	}
 	return false
+}
+
+// goZKStacks returns the stacks of the goroutines that run go-zookeeper's
+// code, for a failure that waited for them.
+func goZKStacks() []byte {
+	var out []byte
+	for g := range bytes.SplitSeq(stackOf(true), []byte("\n\n")) {
+		if bytes.Contains(g, []byte("go-zookeeper/zk.")) {
+			out = append(append(out, g...), "\n\n"...)
+		}
+	}
+	return out
 }
 
 // stackOf returns the calling goroutine's stack, or every goroutine's.
