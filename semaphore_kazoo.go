@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklock/zklock/internal/layout"
+	"github.com/zklock/zklock/internal/zksession"
 )
 
 // MaxLeasesError is the error of an acquire on a [Semaphore] in kazoo's
@@ -55,12 +56,20 @@ func (s *Semaphore) acquireKazoo(ctx context.Context, n int, try bool, to grantT
 	// As acquireOnce does: given up before returning, its delete queued.
 	defer c.deleteQueued(lock)
 	w := waiter{c: c, lock: c.fullPath(s.path), session: lock.session, try: try}
-	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) { return s.decideKazoo(ctx, n, try) })
+	var pool *zksession.Tentative // the pool's watch of the decision that grants
+	snap, err := w.run(ctx, func(ctx context.Context) (verdict, error) {
+		v, err := s.decideKazoo(ctx, n, try)
+		pool = v.mine
+		return v, err
+	})
 	if err != nil {
 		return nil, err
 	}
 	nodes, err := s.createKazooLeases(ctx, n, lock)
 	if err != nil {
+		// No lease of ours changes the pool now, which a grant's watch
+		// waits for: nothing else may ever fire it.
+		dropWatches(pool)
 		return nil, err
 	}
 	for _, nd := range nodes {

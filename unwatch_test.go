@@ -2,6 +2,7 @@ package zklock_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -129,6 +130,34 @@ func TestIntegration_KazooSemaphoreAbandonedWaitLeavesNoWatch(t *testing.T) {
 	watched, err := zklock.HasChildWatch(bg, c, p) // sent after the removal
 	require.NoError(t, err)
 	assert.False(t, watched, "the gone acquire left its watch on the pool")
+}
+
+// A kazoo-layout acquire whose leases cannot be made after the pool had
+// room gives its watch on the pool back: no lease of its own changes the
+// pool, so nothing else would fire it.
+func TestIntegration_KazooSemaphoreFailedLeaseLeavesNoWatch(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	bg := context.Background()
+	c, f := e.faultClient()
+	s := e.kazooSemaphore(c, "/sem", 2)
+	refused := errors.New("lease refused")
+	f.mu.Lock()
+	f.multi = func(ctx context.Context, real zklock.ZKConn, ops ...any) ([]zk.MultiResponse, error) {
+		return nil, refused // the guarded create of a lease
+	}
+	f.mu.Unlock()
+	_, err := s.Acquire(bg)
+	require.ErrorIs(t, err, refused)
+	watched, err := zklock.HasChildWatch(bg, c, e.root+"/sem") // sent after the removal
+	require.NoError(t, err)
+	assert.False(t, watched, "the failed acquire left its watch on the pool")
+	f.mu.Lock()
+	f.multi = nil
+	f.mu.Unlock()
+	l, err := s.Acquire(bg)
+	require.NoError(t, err, "an acquire after the failed one")
+	require.NoError(t, l.Release())
 }
 
 // Many waits of one Client that set their shared watch on one node at
