@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zklock/zklock"
@@ -405,4 +406,35 @@ func TestIntegration_BusyTimeoutThenCutIsNotOffline(t *testing.T) {
 	o.start(t, c)
 	require.NoError(t, held.Release())
 	waitChildren(t, e, e.root+"/busy", 0)
+}
+
+// (e) A node given up with no caller waiting for its delete (a
+// Semaphore's internal lock, once the leases are made) while the
+// connection is down: its delete stays queued on the session and goes
+// out first after the reconnect, so the Client's next request no longer
+// finds the node, even when the background queue is busy (a mass loss's
+// clean-up occupies it). Before, such a delete went to the background
+// queue, behind that clean-up and the requests sent meanwhile: a
+// Semaphore's Try right after the reconnect found its internal lock
+// still taken.
+func TestIntegration_DeleteGivenUpWhileDownGoesFirst(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	o := newOffline(e)
+	c := o.client(e)
+	bg := context.Background()
+	require.NoError(t, c.EnsurePath(bg, e.root))
+	p := e.root + "/lock"
+	_, err := c.Create(bg, p, nil, zk.FlagEphemeral)
+	require.NoError(t, err)
+	release := zklock.OccupyBackground(c)
+	t.Cleanup(release) // before the Client's Close, which waits for its workers
+
+	o.stop(t, c)
+	zklock.DeleteQueued(c, p)
+	o.start(t, c)
+	found, _, err := c.Exists(bg, p)
+	require.NoError(t, err)
+	assert.False(t, found, "the delete queued while down went out before the next request")
+	release()
 }

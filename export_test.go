@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/zklock/zklock/internal/zksession"
 	"github.com/zklock/zklock/internal/zkwire"
@@ -120,4 +121,31 @@ func HasChildWatch(ctx context.Context, c *Client, p string) (bool, error) {
 // test wants the server to keep sending to the Client.
 func AddRecursiveWatch(ctx context.Context, c *Client, p string) error {
 	return c.own.cur().AddWatch(ctx, p, zkwire.AddWatchPersistentRecursive)
+}
+
+// DeleteQueued gives up the node at p (a path in c's namespace) as a
+// Semaphore gives up its internal lock once its leases are made: see
+// Client.deleteQueued.
+func DeleteQueued(c *Client, p string) {
+	full := c.fullPath(p)
+	c.deleteQueued(&lockNode{path: full, name: full[strings.LastIndexByte(full, '/')+1:]})
+}
+
+// OccupyBackground keeps every worker of c's background queue busy, as a
+// mass loss's clean-up does, until the function it returns is called:
+// work queued meanwhile waits.
+func OccupyBackground(c *Client) (release func()) {
+	gate := make(chan struct{})
+	started := make(chan struct{}, backgroundWorkers)
+	for range backgroundWorkers {
+		c.cleanup(func() {
+			started <- struct{}{}
+			<-gate
+		})
+	}
+	for range backgroundWorkers {
+		<-started
+	}
+	var once sync.Once
+	return func() { once.Do(func() { close(gate) }) }
 }

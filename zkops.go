@@ -596,9 +596,14 @@ func (c *Client) deleteGivenUp(ctx context.Context, n *lockNode) {
 // the delete is queued on zklock's own session, whose later requests
 // ZooKeeper serves after it, and the delete goes on in the background.
 // So the caller's next request, or another process told of it by a
-// later request's reply, no longer finds n. On a wrapped go-zookeeper
-// connection, which does not say when a request is queued, it returns
-// once the delete is done, or gone to the background (see deleteNode).
+// later request's reply, no longer finds n. That holds while the
+// connection is down too: the session keeps the delete queued, with no
+// deadline, and sends it first after the reconnect. A delete the
+// connection loses on its way is queued again as the loss is reported,
+// before the reconnect, ahead of requests retried after it. Only what
+// still fails then goes to the background queue (see deleteNode). On a
+// wrapped go-zookeeper connection, which does not say when a request is
+// queued, it returns once the delete is done, or gone to the background.
 func (c *Client) deleteQueued(n *lockNode) {
 	if !c.zc.Native() {
 		c.deleteLockNode(n)
@@ -607,15 +612,35 @@ func (c *Client) deleteQueued(n *lockNode) {
 	c.holds.drop(n)
 	queued := make(chan struct{})
 	var once sync.Once
-	mark := func(string) { once.Do(func() { close(queued) }) }
+	mark := func() { once.Do(func() { close(queued) }) }
 	if !c.goFunc(func() {
-		defer mark("") // not sent: nothing to wait for
-		_, _ = c.deleteNodeGone(context.WithValue(context.Background(), sendingKey{}, mark), n.path, story{})
+		defer mark() // not sent: nothing to wait for
+		if !c.endsWithSession(n.path, nil) && !c.deleteInSession(zksession.WithQueued(context.Background(), mark), n.path) {
+			_, _ = c.deleteNodeGone(context.Background(), n.path, story{})
+		}
 	}) {
 		c.cleanup(func() { c.deleteNode(n.path) })
 		return
 	}
 	<-queued
+}
+
+// deleteInSession deletes p on zklock's own session with no deadline of
+// its own: a request the session keeps queued while its connection is
+// down, and queues again, a few times, when a connection is lost under
+// it, as long as the session lives. It reports whether p is gone.
+func (c *Client) deleteInSession(ctx context.Context, p string) bool {
+	sid := c.zc.SessionID()
+	for range 3 {
+		done, err := c.deleteOnce(ctx, p)
+		if done {
+			return true
+		}
+		if !errors.Is(err, zk.ErrConnectionClosed) || c.zc.SessionID() != sid {
+			return false
+		}
+	}
+	return false
 }
 
 // deleteNodeGone is deleteNode, also reporting whether p was gone when it
