@@ -149,3 +149,7 @@ func OccupyBackground(c *Client) (release func()) {
 	var once sync.Once
 	return func() { once.Do(func() { close(gate) }) }
 }
+
+// ConnEpoch identifies c's current connection: it changes at every
+// reconnect (see Client.connEpoch).
+func ConnEpoch(c *Client) uint64 { return c.connEpoch() }
