@@ -127,8 +127,7 @@ func AddRecursiveWatch(ctx context.Context, c *Client, p string) error {
 // Semaphore gives up its internal lock once its leases are made: see
 // Client.deleteQueued.
 func DeleteQueued(c *Client, p string) {
-	full := c.fullPath(p)
-	c.deleteQueued(&lockNode{path: full, name: full[strings.LastIndexByte(full, '/')+1:]})
+	c.deleteQueued(newLockNode(c.fullPath(p), c.zc.SessionID()))
 }
 
 // OccupyBackground keeps every worker of c's background queue busy, as a
