@@ -35,6 +35,7 @@ type loadReport struct {
 	verdict      verdict
 	orphansOpen  []string
 	orphansAfter []string
+	divergence   []string // nodes left on a minority of the servers only
 }
 
 const loadPath = root + "/load"
@@ -63,7 +64,7 @@ func runLoad(ctx context.Context, cfg config, load loadConfig, cluster zktest.Cl
 	for _, c := range l.clients {
 		err = errors.Join(err, c.Close())
 	}
-	l.rep.orphansAfter, _ = zktest.Ephemerals(admin, loadPath)
+	l.rep.orphansAfter = l.left()
 	l.rep.verdict = l.j.check(0)
 	return l.rep, err
 }
@@ -98,8 +99,23 @@ func (l *loadRun) run(ctx context.Context) error {
 	if l.rep.served != int64(l.load.waiters) {
 		err = errors.Join(err, fmt.Errorf("%d of %d waiters served", l.rep.served, l.load.waiters))
 	}
-	l.rep.orphansOpen, _ = zktest.Ephemerals(l.admin, loadPath)
+	l.rep.orphansOpen = l.left()
 	return err
+}
+
+// left lists the nodes left in the load's queue that the ensemble holds,
+// and adds those only a minority of its servers hold to the report's
+// divergence.
+func (l *loadRun) left() []string {
+	nodes, err := zktest.Ephemerals(l.admin, loadPath)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: %v", loadPath, err)}
+	}
+	orphans, div := sortLeft(l.cluster.Servers(), nodes, func(n, answers string) string {
+		return fmt.Sprintf("%s (on servers %s)", n, answers)
+	})
+	l.rep.divergence = merge(l.rep.divergence, div)
+	return orphans
 }
 
 // spawn starts the waiters: each acquires once (again after a failure),
@@ -214,5 +230,8 @@ func (r *loadReport) print(w io.Writer) {
 		len(r.verdict.violations), len(r.orphansOpen), len(r.orphansAfter))
 	for _, v := range r.verdict.violations {
 		fmt.Fprintf(w, "  %s\n", v)
+	}
+	for _, o := range append(r.orphansOpen, r.orphansAfter...) {
+		fmt.Fprintf(w, "  %s\n", o)
 	}
 }

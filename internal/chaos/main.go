@@ -15,7 +15,9 @@
 // one had been told its hold was lost), that fencing tokens grow and stale
 // guarded writes are refused, that the semaphore never had more than its
 // leases out, that no reader held with a writer, and that nothing was left
-// behind: no orphan node (lock, lease or latch), no goroutine. A load
+// behind: no orphan node (lock, lease or latch), no goroutine. A node
+// that only a minority of the servers hold is ZooKeeper's divergence, not
+// an orphan: it is listed apart and does not fail the run. A load
 // phase then queues thousands of waiters and kills the leader. The report
 // says, per kind of fault, how many hit a holder, a waiter or an idle
 // session, and per kind of section (leader included), how often faults

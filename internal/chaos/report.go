@@ -35,6 +35,7 @@ type report struct {
 	linear       []judgement // Porcupine's verdicts, per model and partition
 	orphansOpen  []string    // lock nodes left after every worker released, sessions open
 	orphans      []string    // ephemeral nodes left after every session closed
+	divergence   []string    // nodes left on a minority of the servers only (ZooKeeper's, not zklock's)
 	leaks        string      // goroutines left after everything closed
 	load         *loadReport
 }
@@ -160,6 +161,7 @@ func (r *report) printProblems(w io.Writer) {
 	for _, o := range append(r.orphansOpen, r.orphans...) {
 		fmt.Fprintf(w, "  %s\n", o)
 	}
+	r.printDivergence(w)
 	if r.leaks != "" {
 		fmt.Fprintf(w, "leaked goroutines:\n%s\n", indent(r.leaks))
 	} else {
@@ -173,6 +175,20 @@ func (r *report) printProblems(w io.Writer) {
 		verdict = "FAIL"
 	}
 	fmt.Fprintf(w, "%s (replay: make chaos SEED=%d DURATION=%v)\n", verdict, r.cfg.seed, r.cfg.duration)
+}
+
+// printDivergence lists the nodes left on a minority of the servers only:
+// the ensemble's divergence, which no client can delete and which does not
+// fail the run.
+func (r *report) printDivergence(w io.Writer) {
+	div := r.divergence
+	if r.load != nil {
+		div = merge(slices.Clone(div), r.load.divergence)
+	}
+	fmt.Fprintf(w, "nodes on a minority of the servers only (ZooKeeper's divergence, as in ZOOKEEPER-5010; not orphans, the run does not fail on them): %d\n", len(div))
+	for _, d := range div {
+		fmt.Fprintf(w, "  %s\n", d)
+	}
 }
 
 // kinds lists what the run found, by kind, as " kind=n" items: the

@@ -273,32 +273,19 @@ func (c *contention) closeSessions() error {
 
 // orphans lists the ephemeral nodes left under the chaos root (lock and
 // lease nodes, the election's latch nodes), with the session that owns
-// each.
-func (c *contention) orphans() ([]string, error) {
+// each, apart from the nodes only a minority of the servers hold
+// (divergence, see sortLeft).
+func (c *contention) orphans() (orphans, divergence []string, err error) {
 	nodes, err := zktest.Ephemerals(c.admin, root)
-	for i, n := range nodes {
-		if _, st, err := c.admin.Get(n); err == nil {
-			nodes[i] = fmt.Sprintf("%s (session 0x%x%s, created %s, on servers %s)%s", n, st.EphemeralOwner, c.whose(st.EphemeralOwner),
-				time.UnixMilli(st.Ctime).Format("15:04:05.000"), c.holders(n), c.trace(n, st.EphemeralOwner))
-		}
-	}
-	return nodes, err
-}
-
-// holders asks every server on its own whether node n exists.
-func (c *contention) holders(n string) string {
-	var out []string
-	for i, srv := range c.cluster.Servers() {
-		conn, _, err := zk.Connect([]string{srv}, 10*time.Second, zk.WithLogger(quiet{}))
+	orphans, divergence = sortLeft(c.cluster.Servers(), nodes, func(n, answers string) string {
+		_, st, err := c.admin.Get(n)
 		if err != nil {
-			out = append(out, fmt.Sprintf("%d:%v", i, err))
-			continue
+			return fmt.Sprintf("%s (%v; on servers %s)", n, err, answers)
 		}
-		ok, st, err := conn.Exists(n)
-		conn.Close()
-		out = append(out, fmt.Sprintf("%d:%v(mzxid 0x%x, err %v)", i, ok, st.Mzxid, err))
-	}
-	return strings.Join(out, " ")
+		return fmt.Sprintf("%s (session 0x%x%s, created %s, on servers %s)%s", n, st.EphemeralOwner, c.whose(st.EphemeralOwner),
+			time.UnixMilli(st.Ctime).Format("15:04:05.000"), answers, c.trace(n, st.EphemeralOwner))
+	})
+	return orphans, divergence, err
 }
 
 // trace returns what the owning session's Client logged about node n,

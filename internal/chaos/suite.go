@@ -88,13 +88,15 @@ func (c *contention) run(ctx context.Context, rep *report) error {
 		logf(c.cfg, "%d sessions contend for %v (seed %d)", len(c.sessions), c.cfg.duration, c.cfg.seed)
 		err = c.contend(ctx, m)
 		rep.faults, rep.hits, rep.byKind = m.counts()
-		rep.orphansOpen, _ = c.settled(3 * c.cfg.timeout)
+		rep.orphansOpen, rep.divergence, _ = c.settled(3 * c.cfg.timeout)
 	}
 	for _, s := range c.sessions {
 		rep.redone += len(s.log.grep("was undone"))
 	}
 	err = errors.Join(err, c.closeSessions())
-	rep.orphans, _ = c.orphans()
+	var div []string
+	rep.orphans, div, _ = c.orphans()
+	rep.divergence = merge(rep.divergence, div)
 	rep.verdict = c.j.check(c.cfg.maxLeases)
 	rep.linear = c.j.judge(c.cfg.maxLeases, c.cfg.htmlDir)
 	rep.notes = c.j.notes
@@ -105,13 +107,14 @@ func (c *contention) run(ctx context.Context, rep *report) error {
 
 // settled waits, at most d, until no lock node is left while the sessions
 // are still open: the workers released everything, so a node that stays
-// is an orphan that would block the queue.
-func (c *contention) settled(d time.Duration) ([]string, error) {
+// is an orphan that would block the queue. Nodes only a minority of the
+// servers hold do not count (they are returned apart).
+func (c *contention) settled(d time.Duration) (orphans, divergence []string, err error) {
 	deadline := time.Now().Add(d)
 	for {
-		left, err := c.orphans()
-		if (err == nil && len(left) == 0) || time.Now().After(deadline) {
-			return left, err
+		orphans, divergence, err = c.orphans()
+		if (err == nil && len(orphans) == 0) || time.Now().After(deadline) {
+			return orphans, divergence, err
 		}
 		time.Sleep(50 * time.Millisecond) // polling the tree; nothing to wait on
 	}
