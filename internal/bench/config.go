@@ -167,6 +167,7 @@ type config struct {
 	JSONPath   string
 	CPUProfile string        // file for a CPU profile of the process; "" for none
 	Nudge      time.Duration // how often the controller reads (see nudge.go); 0: never
+	ServerCPUs []int         // CPUs the server is pinned to, the clients to the others; nil: no pinning
 	Sizes      sizes
 }
 
@@ -181,7 +182,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	var workloads, libs, handoff, failover, many, manyG, regimes string
+	var workloads, libs, handoff, failover, many, manyG, regimes, serverCPUs string
 	var dur, delay time.Duration
 	fs.BoolVar(&c.Quick, "quick", false, "shrink every workload so the whole run takes a minute or two")
 	fs.BoolVar(&c.Tmpfs, "tmpfs", false, "keep ZooKeeper's dataDir on tmpfs (/dev/shm) instead of disk")
@@ -196,6 +197,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&delay, "delay", time.Millisecond, "latency regime: the delay added each way by a proxy")
 	fs.IntVar(&c.Rounds, "rounds", 0, "rounds of every timed workload, the libraries' order rotated each round (0: 3, or 2 with -quick)")
 	fs.StringVar(&c.ServerJVM, "server-jvm", jvmDefault, "the server's JVM: default (Java's defaults, "+userServerJVM+" as zkServer.sh) or test (zktest's: -Xmx256m, serial GC, C1 only)")
+	fs.StringVar(&serverCPUs, "server-cpus", "", "comma-separated CPUs to pin the server to, the clients (this process and its harnesses) to the others: the server on cores of its own, as in production (Linux; default: no pinning)")
 	fs.StringVar(&handoff, "handoff", "", "comma-separated handoff sizes W, both regimes (default: by mode and regime)")
 	fs.StringVar(&failover, "failover", "", "comma-separated failover sizes P (participants), both regimes (default: by mode)")
 	fs.DurationVar(&dur, "duration", 0, "duration S of the timed workloads (default: by mode)")
@@ -214,11 +216,34 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := c.setRegimes(regimes, delay); err != nil {
 		return config{}, err
 	}
-	c, err := c.finish(workloads, libs, handoff, failover, dur)
+	cpus, err := parseCPUs(serverCPUs)
+	if err != nil {
+		return config{}, err
+	}
+	c.ServerCPUs = cpus
+	c, err = c.finish(workloads, libs, handoff, failover, dur)
 	if err != nil {
 		return c, err
 	}
 	return c.setManyLocks(many, manyG)
+}
+
+// parseCPUs parses -server-cpus: CPU numbers, comma-separated.
+func parseCPUs(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("-server-cpus %q: want CPU numbers, such as 0 or 0,1", s)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 // setRegimes validates -regime, -delay, -rounds and -server-jvm.

@@ -37,6 +37,7 @@ type env struct {
 	runs      int    // runs so far, to name their paths
 	baseline  int    // sessions the server tracks between runs (owned server)
 	nudge     *nudger
+	pinning   string // how -server-cpus split the CPUs; "" for no pinning
 }
 
 // sessionsWait bounds the wait for a run's sessions to end at the server:
@@ -63,6 +64,15 @@ func startEnv(ctx context.Context, cfg config) (*env, error) {
 	e, err := attachEnv(sctx, cluster, true, storage)
 	if err != nil {
 		return nil, err
+	}
+	if len(cfg.ServerCPUs) > 0 {
+		p, ok := cluster.(zktest.Process)
+		if !ok {
+			return nil, errors.Join(errors.New("-server-cpus: the server's process is not this tool's"), e.close())
+		}
+		if e.pinning, err = pin(p.PID(0), cfg.ServerCPUs); err != nil {
+			return nil, errors.Join(err, e.close())
+		}
 	}
 	if cfg.Nudge > 0 {
 		e.nudge = startNudger(e.ctl.c, cfg.Nudge)

@@ -94,7 +94,11 @@ func (rep *report) printHeader(w io.Writer) {
 	t.add("storage:", rep.Storage)
 	t.add("ZooKeeper:", rep.ZooKeeper+", one server")
 	t.add("server JVM:", rep.ServerJVM)
-	t.add("machine:", fmt.Sprintf("%d CPUs", rep.CPUs))
+	machine := fmt.Sprintf("%d CPUs", rep.CPUs)
+	if rep.Pinning != "" {
+		machine += "; " + rep.Pinning
+	}
+	t.add("machine:", machine)
 	t.add("Go:", rep.GoVersion)
 	java := rep.Java
 	if rep.Curator != "" {

@@ -47,13 +47,13 @@ func TestParseFlags(t *testing.T) {
 	}
 	c, err = parseFlags([]string{"-quick", "-libs", "zk.Lock, zklock", "-workloads", "handoff,floor",
 		"-handoff", "5,7", "-duration", "1s", "-limit", "9s", "-regime", "latency", "-delay", "2ms",
-		"-rounds", "5", "-server-jvm", "test", "-failover", "2,4"}, io.Discard)
+		"-rounds", "5", "-server-jvm", "test", "-failover", "2,4", "-server-cpus", "1, 0,1"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(c.Libs, []string{libZklock, libZK}) || !slices.Equal(c.Workloads, []string{wFloor, wHandoff}) ||
 		!slices.Equal(c.Sizes.Handoff, []int{5, 7}) || c.Sizes.Duration != time.Second || c.Limit != 9*time.Second ||
-		c.Sizes.Floor != 200 || c.Rounds != 5 || c.ServerJVM != jvmTest ||
+		c.Sizes.Floor != 200 || c.Rounds != 5 || c.ServerJVM != jvmTest || !slices.Equal(c.ServerCPUs, []int{1, 0}) ||
 		!slices.Equal(c.Regimes, []regime{{Name: regLatency, Delay: 2 * time.Millisecond}}) ||
 		!slices.Equal(c.Sizes.forRegime(c.Regimes[0]).Handoff, []int{5, 7}) ||
 		!slices.Equal(c.Sizes.forRegime(c.Regimes[0]).Failover, []int{2, 4}) {
@@ -61,7 +61,7 @@ func TestParseFlags(t *testing.T) {
 	}
 	for _, bad := range [][]string{{"-workloads", "nope"}, {"-libs", ""}, {"-handoff", "0"}, {"-limit", "0s"}, {"extra"},
 		{"-rounds", "-1"}, {"-regime", "lan"}, {"-delay", "0s"}, {"-server-jvm", "big"}, {"-failover", "1"},
-		{"-manylocks", "0"}, {"-manylocks-g", "x"}} {
+		{"-manylocks", "0"}, {"-manylocks-g", "x"}, {"-server-cpus", "x"}, {"-server-cpus", "-1"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("%q: no error", bad)
 		}

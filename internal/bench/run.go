@@ -24,6 +24,7 @@ type report struct {
 	ZooKeeper  string       `json:"zookeeper"`
 	ServerJVM  string       `json:"server_jvm"` // the server's heap, GC and JIT flags
 	CPUs       int          `json:"cpus"`
+	Pinning    string       `json:"pinning,omitempty"` // -server-cpus's split; "" for none
 	GoVersion  string       `json:"go"`
 	Java       string       `json:"java"`
 	Curator    string       `json:"curator"` // the harness's versions line, "" if Curator did not run
@@ -163,7 +164,7 @@ func newReport(ctx context.Context, cfg config, e *env) *report {
 	jvm += "; GC: " + jvmGC(ctx, flags)
 	return &report{
 		Started: time.Now(), Mode: mode, Storage: e.storage, ZooKeeper: e.zkVersion, ServerJVM: jvm,
-		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Java: javaVersion(ctx),
+		CPUs: runtime.NumCPU(), Pinning: e.pinning, GoVersion: runtime.Version(), Java: javaVersion(ctx),
 		LimitS: cfg.Limit.Seconds(), NudgeMs: float64(cfg.Nudge.Microseconds()) / 1000,
 		Rounds: cfg.Rounds,
 	}
