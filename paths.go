@@ -82,7 +82,7 @@ func pathProblem(p string) string {
 			return fmt.Sprintf("invalid character %U", r)
 		}
 	}
-	for _, seg := range strings.Split(p[1:], "/") {
+	for seg := range strings.SplitSeq(p[1:], "/") {
 		switch seg {
 		case "":
 			return "empty segment"

@@ -203,7 +203,7 @@ func checkPath(p string, sequential bool) error {
 			return nil
 		}
 	}
-	for _, seg := range strings.Split(body, "/") {
+	for seg := range strings.SplitSeq(body, "/") {
 		switch seg {
 		case "":
 			return bad("an empty name")

@@ -36,10 +36,18 @@ type request struct {
 	sent       int64 // when it was written, ns since the session's epoch; set by takeQueued
 }
 
+// frameRoom is what a request's frame is given beyond its path's length:
+// the length, the header, a create's flags, data of a few dozen bytes and
+// the open ACL's scheme and id.
+const frameRoom = 96
+
 // newRequest encodes a request; a frame over maxLen, or an invalid
 // multi, is refused here, before anything is queued.
 func newRequest(op zkwire.OpCode, path string, xid int32, body zkwire.Encodable, resp zkwire.Decodable, maxLen int) (*request, error) {
-	frame, err := zkwire.AppendRequest(nil, maxLen, zkwire.RequestHeader{Xid: xid, Type: op}, body)
+	// Room for the frame's head and the usual body (a path, a little data,
+	// an ACL) in one allocation, rather than a frame grown as it is encoded.
+	buf := make([]byte, 0, frameRoom+len(path))
+	frame, err := zkwire.AppendRequest(buf, maxLen, zkwire.RequestHeader{Xid: xid, Type: op}, body)
 	if err != nil {
 		return nil, &Error{Op: op, Path: path, Err: err}
 	}
