@@ -114,6 +114,7 @@ func (s *Session) writeLoop(c *conn, stop <-chan struct{}) {
 			}
 			lastSend = writing // a write that blocked does not put the next ping off
 		}
+		buf = reusable(buf)
 		timer.Reset(every - time.Since(lastSend))
 	}
 }
@@ -163,7 +164,7 @@ func (s *Session) readLoop(c *conn) error {
 		if err != nil {
 			return err
 		}
-		buf = payload
+		buf = reusable(payload)
 		s.recv.Store(int64(time.Since(s.epoch)))
 		d.Reset(payload, s.maxReply())
 		var h zkwire.ReplyHeader
@@ -186,6 +187,23 @@ func (s *Session) readLoop(c *conn) error {
 			return err
 		}
 	}
+}
+
+// maxKept is the largest buffer a connection's reader or writer keeps for
+// its next frame or write. A larger one, grown for a listing of a long
+// queue or a burst of requests, is let go once used: a session that once
+// read a listing of thousands of children does not hold its size for the
+// rest of its life (with a thousand sessions, that was tens of
+// megabytes), and the next large frame gets a buffer of its own, as the
+// Java client gives every packet.
+const maxKept = 16 << 10
+
+// reusable returns buf for reuse, or nil if it is larger than maxKept.
+func reusable(buf []byte) []byte {
+	if cap(buf) > maxKept {
+		return nil
+	}
+	return buf
 }
 
 // pingAnswered records the reply to the oldest ping in flight. s.mu must

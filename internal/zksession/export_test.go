@@ -33,3 +33,8 @@ func Pause(n int) time.Duration { return pause(n) }
 
 // PauseLimit is the longest pause after n > 0 rounds without success.
 func PauseLimit(n int) time.Duration { return pauseLimit(n) }
+
+// Reusable and MaxKept expose what a connection keeps of its buffers.
+var Reusable = reusable
+
+const MaxKept = maxKept

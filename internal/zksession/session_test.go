@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -506,5 +508,51 @@ func TestIntegration_AbandonedWatchRequestLeavesNoWatch(t *testing.T) {
 	}
 	if ev := event(t, kept); ev.Type != zkwire.EventNodeDataChanged {
 		t.Fatalf("the remaining watch heard %+v", ev)
+	}
+}
+
+// A connection keeps a buffer for its next frame only up to MaxKept: one
+// grown for a long listing is let go once used.
+func TestReusable(t *testing.T) {
+	small, big := make([]byte, 10, zksession.MaxKept), make([]byte, 10, zksession.MaxKept+1)
+	if got := zksession.Reusable(small); cap(got) != zksession.MaxKept {
+		t.Errorf("a buffer of MaxKept: kept %d", cap(got))
+	}
+	if got := zksession.Reusable(big); got != nil {
+		t.Errorf("a buffer over MaxKept: kept %d", cap(got))
+	}
+}
+
+// Replies larger than what the reader keeps, between small ones, each
+// decode whole: the reader's buffer let go after a large frame is never
+// one a later reply is read into while still in use.
+func TestIntegration_LargeRepliesBetweenSmall(t *testing.T) {
+	s := open(t, nil, 4*time.Second, nil)
+	root := zktest.Shared(t).Root(t)
+	mustCreate(t, s, root+"/q", nil)
+	mustCreate(t, s, root+"/d", []byte("small"))
+	pad := strings.Repeat("x", 100)
+	const n = 400 // a listing of about 44 KB, over MaxKept
+	for i := range n {
+		mustCreate(t, s, fmt.Sprintf("%s/q/%s-%04d", root, pad, i), nil)
+	}
+	for round := range 3 {
+		kids, _, err := s.GetChildren2(ctx(t), root+"/q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sort.Strings(kids)
+		if len(kids) != n || kids[0] != pad+"-0000" || kids[n-1] != fmt.Sprintf("%s-%04d", pad, n-1) {
+			t.Fatalf("round %d: listing of %d children, first %q", round, len(kids), kids[0])
+		}
+		data, _, err := s.GetData(ctx(t), root+"/d")
+		if err != nil || string(data) != "small" {
+			t.Fatalf("round %d: data %q, %v", round, data, err)
+		}
+	}
+	for i := range n {
+		if err := s.Delete(ctx(t), fmt.Sprintf("%s/q/%s-%04d", root, pad, i), -1); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
