@@ -228,17 +228,18 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	return c.setManyLocks(many, manyG)
 }
 
-// parseCPUs parses -server-cpus: CPU numbers, comma-separated.
+// parseCPUs parses -server-cpus: CPU numbers, comma-separated; a CPU
+// named twice counts once.
 func parseCPUs(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	cpus, err := parseInts(s, 0)
+	if err != nil {
+		return nil, fmt.Errorf("-server-cpus: %w", err)
+	}
 	var out []int
-	for f := range strings.SplitSeq(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("-server-cpus %q: want CPU numbers, such as 0 or 0,1", s)
-		}
+	for _, n := range cpus {
 		if !slices.Contains(out, n) {
 			out = append(out, n)
 		}
@@ -302,13 +303,13 @@ func (c config) finish(workloads, libs, handoff, failover string, dur time.Durat
 		c.Sizes.Duration = dur
 	}
 	if handoff != "" {
-		if c.Sizes.Handoff, err = parseInts(handoff); err != nil {
+		if c.Sizes.Handoff, err = parseInts(handoff, 1); err != nil {
 			return c, fmt.Errorf("-handoff: %w", err)
 		}
 		c.Sizes.LatHandoff = c.Sizes.Handoff
 	}
 	if failover != "" {
-		if c.Sizes.Failover, err = parseInts(failover); err != nil {
+		if c.Sizes.Failover, err = parseInts(failover, 1); err != nil {
 			return c, fmt.Errorf("-failover: %w", err)
 		}
 		if slices.Min(c.Sizes.Failover) < 2 {
@@ -325,13 +326,13 @@ func (c config) finish(workloads, libs, handoff, failover string, dur time.Durat
 func (c config) setManyLocks(many, manyG string) (config, error) {
 	var err error
 	if many != "" {
-		if c.Sizes.ManyLocks, err = parseInts(many); err != nil {
+		if c.Sizes.ManyLocks, err = parseInts(many, 1); err != nil {
 			return c, fmt.Errorf("-manylocks: %w", err)
 		}
 		c.Sizes.LatManyLocks, c.Sizes.LatManySeq = c.Sizes.ManyLocks, 0
 	}
 	if manyG != "" {
-		if c.Sizes.ManyG, err = parseInts(manyG); err != nil {
+		if c.Sizes.ManyG, err = parseInts(manyG, 1); err != nil {
 			return c, fmt.Errorf("-manylocks-g: %w", err)
 		}
 	}
@@ -367,13 +368,13 @@ func pickList(what, list string, known []string, aliases map[string]string) ([]s
 	return out, nil
 }
 
-// parseInts parses a comma list of positive integers.
-func parseInts(list string) ([]int, error) {
+// parseInts parses a comma list of integers of at least least.
+func parseInts(list string, least int) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(list, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q is not a positive integer", f)
+		if err != nil || n < least {
+			return nil, fmt.Errorf("%q is not an integer of at least %d", f, least)
 		}
 		out = append(out, n)
 	}

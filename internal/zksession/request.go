@@ -44,9 +44,7 @@ const frameRoom = 96
 // newRequest encodes a request; a frame over maxLen, or an invalid
 // multi, is refused here, before anything is queued.
 func newRequest(op zkwire.OpCode, path string, xid int32, body zkwire.Encodable, resp zkwire.Decodable, maxLen int) (*request, error) {
-	// Room for the frame's head and the usual body (a path, a little data,
-	// an ACL) in one allocation, rather than a frame grown as it is encoded.
-	buf := make([]byte, 0, frameRoom+len(path))
+	buf := make([]byte, 0, frameRoom+len(path)) // one allocation, not a frame grown while encoded
 	frame, err := zkwire.AppendRequest(buf, maxLen, zkwire.RequestHeader{Xid: xid, Type: op}, body)
 	if err != nil {
 		return nil, &Error{Op: op, Path: path, Err: err}
