@@ -255,14 +255,14 @@ type hold struct {
 	// Written once by newHold, read-only after.
 	c      *Client                 // nil for a hold of other holds
 	name   string                  // names the hold in errors, such as "lock /a"
-	start  time.Time               // when the hold began
+	began  time.Duration           // when the hold began, after story.start (see start)
 	node   *lockNode               // nil for a hold of other holds
-	parts  []*hold                 // a hold of other holds: theirs, nil if one is not this package's
+	parts  *[]*hold                // a hold of other holds: theirs, nil if one is not this package's (a pointer: most holds have none)
 	parent context.Context         // the context the hold was taken with; ctx derives from it
 	ctx    context.Context         // carries the hold; cancelled when it ends
 	cancel context.CancelCauseFunc // ends ctx
 	live   liveCounter             // the owner's count of live holds
-	free   func() error            // gives up what the hold owns; run once
+	free   func() error            // gives up what the hold owns; run once; nil: deleteNode
 	story  story                   // the acquire that granted the hold, for events
 
 	// Packed so that a hold fits a smaller allocation: a Client may keep
@@ -329,18 +329,21 @@ type liveCounter interface {
 // liveTable counts, per lock of a Client (by lockID), the holds that
 // stand, so that every value of one lock (Mutexes of one path and Client,
 // say) sees the holds taken through any of them, as it re-enters them.
+// Its keys are lockIDs boxed in an interface, which compare as the
+// lockIDs do: a two-word key keeps the table's entry of a lock held small.
 type liveTable struct {
 	mu sync.Mutex
-	n  map[lockID]int32 // guarded by mu; no zero entries
+	n  map[any]int32 // guarded by mu; no zero entries
 }
 
-// count returns the count of the lock key in t.
-func (t *liveTable) count(key lockID) lockCount { return lockCount{t, key} }
+// count returns the count in t of the lock key, a lockID boxed once by
+// its owner (such as Mutex.key).
+func (t *liveTable) count(key any) lockCount { return lockCount{t, key} }
 
 // lockCount is one lock's count in its Client's liveTable.
 type lockCount struct {
 	t   *liveTable
-	key lockID
+	key any // a lockID
 }
 
 // Add adds delta to the lock's count and returns the new count.
@@ -352,7 +355,7 @@ func (lc lockCount) Add(delta int32) int32 {
 		delete(lc.t.n, lc.key) // the table holds only locks held
 	} else {
 		if lc.t.n == nil {
-			lc.t.n = make(map[lockID]int32)
+			lc.t.n = make(map[any]int32)
 		}
 		lc.t.n[lc.key] = n
 	}
@@ -397,13 +400,18 @@ type holdSpec struct {
 // values of parent but not its cancellation, and carries the hold under
 // spec.key. c is nil for a hold of other holds.
 func newHold(c *Client, parent context.Context, spec holdSpec) *hold {
-	h := &hold{c: c, name: spec.name, node: spec.node, parts: spec.parts, live: spec.live, free: spec.free, story: spec.story, count: 1, start: time.Now(), parent: parent}
+	h := &hold{c: c, name: spec.name, node: spec.node, live: spec.live, free: spec.free, story: spec.story, count: 1, parent: parent}
+	if parts := spec.parts; parts != nil {
+		h.parts = &parts
+	}
+	if now := time.Now(); h.story.start.IsZero() {
+		h.story.start = now
+	} else {
+		h.began = now.Sub(h.story.start)
+	}
 	h.ctx, h.cancel = context.WithCancelCause(context.WithoutCancel(parent))
 	if spec.key != nil {
 		h.ctx = context.WithValue(h.ctx, spec.key, h)
-	}
-	if h.free == nil {
-		h.free = h.deleteNode
 	}
 	h.live.Add(1)
 	if c != nil {
@@ -507,7 +515,7 @@ func (h *hold) nodes() (*Client, []*lockNode, error) {
 	}
 	var c *Client
 	var out []*lockNode
-	for _, p := range h.parts {
+	for _, p := range *h.parts {
 		pc, nodes, err := p.nodes()
 		if err != nil {
 			return nil, nil, err
@@ -657,10 +665,15 @@ func (h *hold) reportEnd(lost error) {
 	h.story.settle()
 }
 
+// start returns when the hold began. The hold keeps it as an offset from
+// its story's start, which it keeps anyway: a Client may keep a hundred
+// thousand holds, and a time.Time is three words.
+func (h *hold) start() time.Time { return h.story.start.Add(h.began) }
+
 // emit reports ev, with the hold's node and duration, as an event of the
 // story that granted the hold.
 func (h *hold) emit(ev Event) {
-	ev.Held = time.Since(h.start)
+	ev.Held = time.Since(h.start())
 	if h.node != nil {
 		ev.Node = h.c.relPath(h.node.path)
 	}
@@ -702,7 +715,13 @@ func (h *hold) endLocked(cause error) {
 // freed frees what the hold owns, once, and returns the outcome; callers
 // that come later wait for the first.
 func (h *hold) freed() error {
-	h.freeOnce.Do(func() { h.freeErr = h.free() })
+	h.freeOnce.Do(func() {
+		if h.free == nil {
+			h.freeErr = h.deleteNode() // no method value kept per hold
+		} else {
+			h.freeErr = h.free()
+		}
+	})
 	return h.freeErr
 }
 

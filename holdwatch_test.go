@@ -142,6 +142,33 @@ func standing(holds []*zklock.Hold) int {
 	return n
 }
 
+// maxHeapPerHold bounds the live heap of one hold of a Mutex of its own,
+// the Mutex and everything the Client keeps for the hold included, and
+// this test's own slices and path (about 80 bytes). The bench tool's
+// target, at most 2 KiB of heap in use per hold, leaves room for the
+// heap's slack on top of this (about 250 bytes). Measured here: about
+// 1,960 bytes per hold before the records were made smaller
+// (2026-11-29), about 1,700 after.
+const maxHeapPerHold = 1800
+
+// A hold is small: 10,000 distinct locks held at once, each through a
+// Mutex of its own, take at most maxHeapPerHold bytes of live heap each.
+// What a hold keeps is packed: the hold, its node, its watch in the
+// session and in the Client's holdWatch, its lock's count of holds. (Not
+// parallel: it reads the process's heap.)
+func TestIntegration_HeapPerHold(t *testing.T) {
+	e := setup(t)
+	c := e.client()
+	heap := heapInUse()
+	holds, mutexes := holdMany(t, e, c, "heap", manyLocks)
+	perHold := (heapInUse() - heap) / manyLocks
+	runtime.KeepAlive(mutexes)
+	t.Logf("%d bytes of live heap per hold, its Mutex included", perHold)
+	assert.LessOrEqual(t, perHold, int64(maxHeapPerHold), "live heap per hold")
+	releaseAll(holds)
+	assert.Zero(t, standing(holds))
+}
+
 // A Client keeps no goroutine per hold: 10,000 distinct locks held at
 // once add a handful of goroutines, not 10,000, and following them sends
 // no request. The Client forgets each node when its hold ends. (Not

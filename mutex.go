@@ -115,10 +115,10 @@ func newMutex(c *Client, path, lockName, variant string, maxLeases int, o lockOp
 		data: data,
 		kind: RecipeMutex,
 	}
-	m.li.solo = c.solos.of(m.li.id())
-	m.li.maxHold = o.maxHold
-	m.live = c.lives.count(m.li.id())
 	m.key, m.name = m.li.id(), "lock "+path
+	m.li.solo = c.solos.of(m.key)
+	m.li.maxHold = o.maxHold
+	m.live = c.lives.count(m.key)
 	return m, nil
 }
 

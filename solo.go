@@ -73,21 +73,22 @@ type solo struct {
 // a node either one did not create moves the count past what each expects.
 type soloTable struct {
 	mu sync.Mutex
-	m  map[lockID]*solo // guarded by mu
+	m  map[any]*solo // by lockID, boxed as liveTable's keys are; guarded by mu
 }
 
 // maxSolos bounds a Client's soloTable: a few hundred kilobytes.
 const maxSolos = 4096
 
-// of returns the lock's solo, making it if needed.
-func (t *soloTable) of(id lockID) *solo {
+// of returns the solo of the lock id, a boxed lockID (see liveTable),
+// making it if needed.
+func (t *soloTable) of(id any) *solo {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s := t.m[id]; s != nil {
 		return s
 	}
 	if t.m == nil {
-		t.m = make(map[lockID]*solo)
+		t.m = make(map[any]*solo)
 	}
 	if len(t.m) >= maxSolos {
 		for k := range t.m { // forget one, any

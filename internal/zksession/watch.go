@@ -2,6 +2,7 @@ package zksession
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/zklock/zklock/internal/zkwire"
@@ -131,26 +132,29 @@ func newWatch(path string, notify func(Event)) *Watch {
 	return &Watch{C: c, c: c, path: path}
 }
 
-// pathWatches are one path's watches, and how many requests that set a
-// server watch on it are in flight, by server type (data and exist
-// watches are one server watch, WatcherData; child watches another).
+// pathWatches are one path's watches, of every kind (each Watch's kind
+// says which of the Java client's tables it is in), and how many requests
+// that set a server watch on it are in flight, by server type (data and
+// exist watches are one server watch, WatcherData; child watches
+// another). One list instead of three keeps a path watched by one Watch
+// small: a Client that holds many locks watches a path per lock.
 type pathWatches struct {
-	data, exist, child     []*Watch
-	inflightData, inflight int
+	ws                     []*Watch
+	inflightData, inflight int32
 }
 
-func (p *pathWatches) list(k watchKind) *[]*Watch {
-	switch k {
-	case kindData:
-		return &p.data
-	case kindExist:
-		return &p.exist
+// has reports whether p holds a Watch of kind k.
+func (p *pathWatches) has(k watchKind) bool {
+	for _, w := range p.ws {
+		if w.kind == k {
+			return true
+		}
 	}
-	return &p.child
+	return false
 }
 
 func (p *pathWatches) empty() bool {
-	return len(p.data)+len(p.exist)+len(p.child) == 0 && p.inflightData+p.inflight == 0
+	return len(p.ws) == 0 && p.inflightData+p.inflight == 0
 }
 
 // watchSet is a session's watches. mu guards m and every Watch's kind;
@@ -234,8 +238,7 @@ func (s *watchSet) settleOrphan(r *request, code zkwire.Code, register bool) (bo
 		return false, 0
 	case register:
 		r.watch.kind = k
-		l := p.list(k)
-		*l = append(*l, r.watch)
+		p.ws = append(p.ws, r.watch)
 		return true, 0
 	case p.needs(serverType(k)):
 		return false, 0
@@ -248,9 +251,9 @@ func (s *watchSet) settleOrphan(r *request, code zkwire.Code, register bool) (bo
 // WatcherChildren).
 func (p *pathWatches) needs(t zkwire.WatcherType) bool {
 	if t == zkwire.WatcherChildren {
-		return len(p.child) > 0 || p.inflight > 0
+		return p.inflight > 0 || p.has(kindChild)
 	}
-	return len(p.data)+len(p.exist) > 0 || p.inflightData > 0
+	return p.inflightData > 0 || p.has(kindData) || p.has(kindExist)
 }
 
 // registeredKind is the table a watch goes in after a reply of op with
@@ -275,14 +278,14 @@ func registeredKind(op zkwire.OpCode, code zkwire.Code) watchKind {
 // fire delivers a notification to the watches it triggers, as the Java
 // client's ZKWatchManager does, and forgets them.
 func (s *watchSet) fire(ev Event) {
-	var kinds []watchKind
+	var triggers func(watchKind) bool
 	switch ev.Type {
 	case zkwire.EventNodeCreated, zkwire.EventNodeDataChanged:
-		kinds = []watchKind{kindData, kindExist}
+		triggers = func(k watchKind) bool { return k != kindChild }
 	case zkwire.EventNodeDeleted:
-		kinds = []watchKind{kindData, kindExist, kindChild}
+		triggers = func(watchKind) bool { return true }
 	case zkwire.EventNodeChildrenChanged:
-		kinds = []watchKind{kindChild}
+		triggers = func(k watchKind) bool { return k == kindChild }
 	default:
 		return
 	}
@@ -292,13 +295,13 @@ func (s *watchSet) fire(ev Event) {
 	if p == nil {
 		return
 	}
-	for _, k := range kinds {
-		l := p.list(k)
-		for _, w := range *l {
+	p.ws = slices.DeleteFunc(p.ws, func(w *Watch) bool {
+		if triggers(w.kind) {
 			w.deliver(ev)
+			return true
 		}
-		*l = nil
-	}
+		return false
+	})
 	s.tidy(ev.Path, p)
 }
 
@@ -313,12 +316,11 @@ func (s *watchSet) remove(w *Watch) (found, last bool, t zkwire.WatcherType) {
 	if p == nil || w.kind == kindNone {
 		return false, false, 0
 	}
-	l := p.list(w.kind)
-	i := indexOf(*l, w)
+	i := slices.Index(p.ws, w)
 	if i < 0 {
 		return false, false, 0
 	}
-	*l = append((*l)[:i], (*l)[i+1:]...)
+	p.ws = slices.Delete(p.ws, i, i+1)
 	ev := Event{Type: zkwire.EventDataWatchRemoved, State: zkwire.StateSyncConnected, Path: w.path}
 	t = serverType(w.kind)
 	if t == zkwire.WatcherChildren {
@@ -330,24 +332,13 @@ func (s *watchSet) remove(w *Watch) (found, last bool, t zkwire.WatcherType) {
 	return true, last, t
 }
 
-func indexOf(l []*Watch, w *Watch) int {
-	for i, x := range l {
-		if x == w {
-			return i
-		}
-	}
-	return -1
-}
-
 // end delivers the end of the session to every watch and forgets them.
 func (s *watchSet) end(state zkwire.KeeperState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for path, p := range s.m {
-		for _, l := range [][]*Watch{p.data, p.exist, p.child} {
-			for _, w := range l {
-				w.deliver(Event{Type: zkwire.EventNone, State: state, Path: path})
-			}
+		for _, w := range p.ws {
+			w.deliver(Event{Type: zkwire.EventNone, State: state, Path: path})
 		}
 	}
 	s.m = nil
@@ -414,13 +405,13 @@ func (s *watchSet) setWatches(zxid int64) (bodies []zkwire.Encodable, op zkwire.
 		size += len(path) + 4
 	}
 	for path, p := range s.m {
-		if len(p.data) > 0 {
+		if p.has(kindData) {
 			add(&cur.DataWatches, path)
 		}
-		if len(p.exist) > 0 {
+		if p.has(kindExist) {
 			add(&cur.ExistWatches, path)
 		}
-		if len(p.child) > 0 {
+		if p.has(kindChild) {
 			add(&cur.ChildWatches, path)
 		}
 	}
