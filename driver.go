@@ -132,6 +132,26 @@ func (StandardDriver) GetsTheLock(children []string, node string, maxLeases int)
 	return PredicateResult{Watch: children[i-maxLeases]}, nil
 }
 
+// sequenceAfter returns the digits that end child when lockName comes
+// right before them and does not end in a digit: lockName's last
+// occurrence then, since any later one would end among the digits. It is
+// SortKey's answer for a sequential node's name, without a search.
+func sequenceAfter(child, lockName string) (string, bool) {
+	if lockName == "" || isDigit(lockName[len(lockName)-1]) {
+		return "", false
+	}
+	j := len(child)
+	for j > 0 && isDigit(child[j-1]) {
+		j--
+	}
+	if j == len(child) || !strings.HasSuffix(child[:j], lockName) {
+		return "", false
+	}
+	return child[j:], true
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
 // standardFast is what StandardDriver allows the engine, for the recipes
 // that choose it: grant on delete and Solo, and look-ahead when one node
 // holds at a time (maxLeases 1), since a node waits for the node
@@ -144,6 +164,9 @@ func standardFast(maxLeases int) Shortcuts {
 // SortKey returns the text after the last occurrence of lockName in child,
 // or all of child if lockName does not occur.
 func (StandardDriver) SortKey(child, lockName string) string {
+	if key, ok := sequenceAfter(child, lockName); ok {
+		return key
+	}
 	if i := strings.LastIndex(child, lockName); i >= 0 {
 		return child[i+len(lockName):]
 	}

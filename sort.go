@@ -7,6 +7,9 @@ import (
 // sortChildren sorts children by the driver's sort key, comparing keys as
 // Java's String.compareTo does, and keeps the listing order of equal keys.
 func sortChildren(children []string, lockName string, d Driver) {
+	if sortBySequence(children, lockName, d) {
+		return
+	}
 	type keyed struct{ key, name string }
 	ks := make([]keyed, len(children))
 	for i, ch := range children {
@@ -16,6 +19,63 @@ func sortChildren(children []string, lockName string, d Driver) {
 	for i := range ks {
 		children[i] = ks[i].name
 	}
+}
+
+// seqBits and atBits split the integer sortBySequence sorts by: a key's
+// value, of at most ten digits (under 2^34), then the child's place in
+// the listing.
+const (
+	atBits  = 30
+	seqBits = 64 - atBits
+)
+
+// sortBySequence sorts children as sortChildren does, and reports true,
+// when every key is ten digits or fewer, all of one length (ZooKeeper's
+// sequence numbers, "%010d"): such keys compare as their values, which
+// sort as integers, each packed with its place in the listing to keep
+// the order of equal keys. A long queue's every newcomer sorts all of
+// it, so this is worth its special case. It reports false, having
+// changed nothing, for any other listing.
+func sortBySequence(children []string, lockName string, d Driver) bool {
+	if len(children) < 2 || len(children) >= 1<<atBits {
+		return false
+	}
+	packed := make([]uint64, len(children))
+	width := -1
+	for i, ch := range children {
+		key := d.SortKey(ch, lockName)
+		if width < 0 {
+			width = len(key)
+		}
+		v, ok := digits(key)
+		if !ok || len(key) != width || width > 10 {
+			return false
+		}
+		packed[i] = v<<atBits | uint64(i)
+	}
+	slices.Sort(packed)
+	sorted := make([]string, len(children))
+	for i, p := range packed {
+		sorted[i] = children[p&(1<<atBits-1)]
+	}
+	copy(children, sorted)
+	return true
+}
+
+// digits returns the value of s if it is 1 to 19 ASCII digits.
+func digits(s string) (uint64, bool) {
+	if len(s) == 0 || len(s) > 19 {
+		return 0, false
+	}
+	var v uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, true
 }
 
 // sortUpTo returns, sorted, the children that sort no later than node:

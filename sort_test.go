@@ -1,6 +1,7 @@
 package zklock_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -92,6 +93,22 @@ func curatorKey(child, lockName string) string {
 	return child
 }
 
+// FuzzSortKey: StandardDriver's key is Curator's for any name and lock
+// name, its shortcut for a name that ends in a sequence number included.
+func FuzzSortKey(f *testing.F) {
+	f.Add(uuidA+"lock-0000000010", "lock-")
+	f.Add("lock-lock-0000000001", "lock-")
+	f.Add("a1b0000000001", "1b")
+	f.Add("__READ__0000000003__WRIT__0000000004", "__READ__")
+	f.Add("lock-", "lock-")
+	f.Add("0000000001", "")
+	f.Fuzz(func(t *testing.T, child, lockName string) {
+		if got, want := (zklock.StandardDriver{}).SortKey(child, lockName), curatorKey(child, lockName); got != want {
+			t.Fatalf("SortKey(%q, %q) = %q, want %q", child, lockName, got, want)
+		}
+	})
+}
+
 // lockNames are the lock names the recipes use.
 var lockNames = []string{"lock-", "__READ__", "__WRIT__", "lease-"}
 
@@ -104,6 +121,10 @@ func FuzzSortChildren(f *testing.F) {
 	f.Add("__READ__0000000003/"+uuidA+"__WRIT__0000000001/x__READ__0000000002", uint8(1), uint8(0))
 	f.Add("lease-0000000001//lease-\uffff/lease-\U0001F600/0", uint8(3), uint8(2))
 	f.Add("a/a/a", uint8(0), uint8(5))
+	// Sequence numbers only, one of them twice: sorted as integers, equal
+	// keys in listing order.
+	f.Add(uuidA+"lock-0000000002/x-lock-0000000001/"+uuidB+"lock-0000000002/lock-0000000000/lock-lock-0000000003", uint8(0), uint8(2))
+	f.Add("__READ__0000000009/__WRIT__0000000010/__READ__00000000011", uint8(1), uint8(0))
 	f.Fuzz(func(t *testing.T, joined string, name, pick uint8) {
 		lockName := lockNames[int(name)%len(lockNames)]
 		listed := strings.Split(joined, "/")
@@ -133,4 +154,27 @@ func FuzzSortChildren(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkSortUpTo sorts the listing a waiter queued last behind 2,000
+// protected nodes reads: every name sorts before its own, the work of a
+// long queue's every newcomer.
+//
+//	go test -run XXX -bench SortUpTo .
+func BenchmarkSortUpTo(b *testing.B) {
+	const n = 2000
+	listed := make([]string, n)
+	for i := range listed {
+		// The server lists children in no order: a fixed scramble of it.
+		listed[i] = fmt.Sprintf("_c_%08x-9423-4e0c-a7b5-9f819e3ec2e1-lock-%010d", i, (i*7919)%n)
+	}
+	node := listed[slices.IndexFunc(listed, func(s string) bool { return strings.HasSuffix(s, fmt.Sprintf("%010d", n-1)) })]
+	children := make([]string, n)
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(children, listed)
+		if got := zklock.SortUpTo(children, node, "lock-", zklock.StandardDriver{}); len(got) != n || got[n-1] != node {
+			b.Fatalf("sorted %d, last %q", len(got), got[len(got)-1])
+		}
+	}
 }
