@@ -1,7 +1,6 @@
 package zklock_test
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -156,25 +155,3 @@ func FuzzSortChildren(f *testing.F) {
 	})
 }
 
-// BenchmarkSortUpTo sorts the listing a waiter queued last behind 2,000
-// protected nodes reads: every name sorts before its own, the work of a
-// long queue's every newcomer.
-//
-//	go test -run XXX -bench SortUpTo .
-func BenchmarkSortUpTo(b *testing.B) {
-	const n = 2000
-	listed := make([]string, n)
-	for i := range listed {
-		// The server lists children in no order: a fixed scramble of it.
-		listed[i] = fmt.Sprintf("_c_%08x-9423-4e0c-a7b5-9f819e3ec2e1-lock-%010d", i, (i*7919)%n)
-	}
-	node := listed[slices.IndexFunc(listed, func(s string) bool { return strings.HasSuffix(s, fmt.Sprintf("%010d", n-1)) })]
-	children := make([]string, n)
-	b.ReportAllocs()
-	for b.Loop() {
-		copy(children, listed)
-		if got := zklock.SortUpTo(children, node, "lock-", zklock.StandardDriver{}); len(got) != n || got[n-1] != node {
-			b.Fatalf("sorted %d, last %q", len(got), got[len(got)-1])
-		}
-	}
-}
