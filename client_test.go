@@ -80,21 +80,11 @@ func TestIntegration_ConnectTimeout(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second)
 }
 
-// closedPort returns an address where nothing listens.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 // Every server refuses the connection: Connect says so at once, naming
 // each address, instead of waiting out its timeout.
 func TestConnectRefused(t *testing.T) {
 	t.Parallel()
-	a, b := closedPort(t), closedPort(t)
+	a, b := zktest.ClosedAddr(t), zktest.ClosedAddr(t)
 	start := time.Now()
 	_, err := zklock.Connect([]string{a, b, a}, zklock.WithConnectTimeout(20*time.Second)) // a named twice is still one server
 	require.ErrorIs(t, err, zk.ErrNoServer)
@@ -175,7 +165,7 @@ func TestConnectMixedRefusals(t *testing.T) {
 		conn.Read(make([]byte, 512))
 		io.WriteString(conn, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
 	})
-	closed := closedPort(t)
+	closed := zktest.ClosedAddr(t)
 	_, err := zklock.Connect([]string{http, closed}, zklock.WithConnectTimeout(20*time.Second))
 	require.ErrorIs(t, err, zk.ErrNoServer)
 	require.ErrorIs(t, err, syscall.ECONNREFUSED)
@@ -206,8 +196,8 @@ func TestIntegration_ConnectSkipsBadServers(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	for name, servers := range map[string][]string{
-		"entries":        {closedPort(t), "nosuch.invalid:2181", e.servers[0]},
-		"connect string": {" nosuch.invalid:2181 , " + closedPort(t) + " ," + e.servers[0] + " "},
+		"entries":        {zktest.ClosedAddr(t), "nosuch.invalid:2181", e.servers[0]},
+		"connect string": {" nosuch.invalid:2181 , " + zktest.ClosedAddr(t) + " ," + e.servers[0] + " "},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, err := zklock.Connect(servers, zklock.WithConnectTimeout(20*time.Second))

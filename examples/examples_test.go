@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"go/parser"
 	"go/token"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zklock/zklock/internal/zktest"
 	"go.uber.org/goleak"
 )
 
@@ -47,7 +47,7 @@ func TestExamplesBuildOutsideTheRepository(t *testing.T) {
 	require.NoError(t, err)
 	names := exampleDirs(t)
 	require.NotEmpty(t, names)
-	refused := refusedAddr(t)
+	refused := zktest.ClosedAddr(t)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			assertImports(t, name)
@@ -200,15 +200,6 @@ func cleanEnv(names ...string) []string {
 		name, _, _ := strings.Cut(kv, "=")
 		return slices.Contains(names, name)
 	})
-}
-
-// refusedAddr returns an address of 127.0.0.1 where nothing listens.
-func refusedAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
 }
 
 // result is how a command ended.

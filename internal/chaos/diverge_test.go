@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -54,7 +53,7 @@ func TestSortLeft(t *testing.T) {
 	defer conn.Close()
 	_, err = conn.Create("/left", nil, 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
-	dead := closedPort(t)
+	dead := zktest.ClosedAddr(t)
 
 	line := func(n, answers string) string { return fmt.Sprintf("%s %s", n, answers) }
 	for _, tc := range []struct {
@@ -71,13 +70,4 @@ func TestSortLeft(t *testing.T) {
 		assert.Len(t, orphans, tc.orphans, "%s: orphans %q", tc.name, orphans)
 		assert.Len(t, div, tc.diverg, "%s: divergence %q", tc.name, div)
 	}
-}
-
-// closedPort returns an address nothing listens on.
-func closedPort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
 }

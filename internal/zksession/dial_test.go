@@ -204,18 +204,6 @@ func notZooKeeper(t *testing.T, serve func(net.Conn)) string {
 	return ln.Addr().String()
 }
 
-// closedPort returns an address where nothing listens.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // dials records what OnDial hears, and what OnEvent hears, in one log.
 type dials struct {
 	mu  sync.Mutex
@@ -274,7 +262,7 @@ func TestDialErrors(t *testing.T) {
 	})
 	silent := notZooKeeper(t, func(nc net.Conn) { io.Copy(io.Discard, nc) })
 	closing := notZooKeeper(t, func(nc net.Conn) { nc.Read(make([]byte, 512)) })
-	refused := closedPort(t)
+	refused := izk.ClosedAddr(t)
 	const unresolved = "nosuch.invalid:2181"
 	want := map[string]struct {
 		text string
