@@ -154,4 +154,3 @@ func FuzzSortChildren(f *testing.F) {
 		}
 	})
 }
-
