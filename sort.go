@@ -21,13 +21,10 @@ func sortChildren(children []string, lockName string, d Driver) {
 	}
 }
 
-// seqBits and atBits split the integer sortBySequence sorts by: a key's
-// value, of at most ten digits (under 2^34), then the child's place in
-// the listing.
-const (
-	atBits  = 30
-	seqBits = 64 - atBits
-)
+// atBits is how many low bits of the integer sortBySequence sorts by
+// hold the child's place in the listing; the key's value, of at most ten
+// digits (under 2^34), is above them.
+const atBits = 30
 
 // sortBySequence sorts children as sortChildren does, and reports true,
 // when every key is ten digits or fewer, all of one length (ZooKeeper's
@@ -48,7 +45,7 @@ func sortBySequence(children []string, lockName string, d Driver) bool {
 			width = len(key)
 		}
 		v, ok := digits(key)
-		if !ok || len(key) != width || width > 10 {
+		if !ok || len(key) != width {
 			return false
 		}
 		packed[i] = v<<atBits | uint64(i)
@@ -62,18 +59,18 @@ func sortBySequence(children []string, lockName string, d Driver) bool {
 	return true
 }
 
-// digits returns the value of s if it is 1 to 19 ASCII digits.
+// digits returns the value of s if it is 1 to 10 ASCII digits (see
+// atBits).
 func digits(s string) (uint64, bool) {
-	if len(s) == 0 || len(s) > 19 {
+	if len(s) == 0 || len(s) > 10 {
 		return 0, false
 	}
 	var v uint64
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
+		if !isDigit(s[i]) {
 			return 0, false
 		}
-		v = v*10 + uint64(c-'0')
+		v = v*10 + uint64(s[i]-'0')
 	}
 	return v, true
 }
